@@ -1,0 +1,26 @@
+# Quickstart: `make run` (the main job) and `make test` (the test suite). Each sets up .venv itself.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test lint clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU build of torch first: any other torch request pulls a multi-GB CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.installed
+	$(PY) -m cf_env.demo
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q -n 2
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check cf_env training tests
+
+clean:
+	rm -rf $(VENV)

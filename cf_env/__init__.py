@@ -1,0 +1,40 @@
+"""Chicken Foot dominoes for reinforcement learning: a pure rules engine and a PettingZoo AEC env.
+
+    import cf_env
+    env = cf_env.env(num_players=4)          # raw_env wrapped like PettingZoo classic envs
+    env.reset(seed=0)
+
+Modules: `config` (rules and variants), `tiles` and `actions` (the id contracts), `engine` (the
+only code that changes game state), `observation`, `rewards`, `render`, `env` (AEC adapter).
+"""
+
+from . import chicken_foot_v0
+from .config import ChickenFootConfig
+from .engine import Engine, IllegalActionError, SnapshotError
+from .env import env, raw_env
+from .observation import OBSERVATION_VERSION
+
+__all__ = [
+    "ChickenFootConfig",
+    "Engine",
+    "IllegalActionError",
+    "OBSERVATION_VERSION",
+    "SnapshotError",
+    "chicken_foot_v0",
+    "env",
+    "raw_env",
+]
+__version__ = "0.1.0"
+
+
+def _register() -> None:
+    # PettingZoo >= 1.26 has a registry (`pettingzoo.make("aec", "cf_env/chicken_foot-v0")`).
+    try:
+        from pettingzoo import aec_registry, register
+    except ImportError:
+        return
+    if "cf_env/chicken_foot-v0" not in aec_registry:
+        register("aec", "cf_env/chicken_foot-v0", entry_point="cf_env.env:env")
+
+
+_register()

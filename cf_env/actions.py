@@ -1,0 +1,59 @@
+"""The action codec — a public contract.
+
+With T = (N+1)(N+2)/2 tiles (ids from `tiles.py`), the action space is Discrete(2T + 2):
+
+* ``2t + 0`` — play tile t attaching its **lo** half to an open end of value lo;
+* ``2t + 1`` — play tile t attaching its **hi** half (never legal for a double);
+* ``2T``     — DRAW (legal only when the player cannot place and the boneyard is not empty);
+* ``2T + 1`` — PASS.
+
+Ends of equal value are interchangeable, so (tile, attached value) is the whole move; the engine
+picks the physical place (empty spinner arm, toe slot, or the oldest arm tip of that value).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .tiles import TileTables
+
+DRAW = "draw"
+PASS = "pass"
+PLAY = "play"
+
+
+class DecodedAction(NamedTuple):
+    kind: str  # PLAY, DRAW or PASS
+    tile: int  # tile id, -1 unless PLAY
+    attached: int  # value of the half laid against the table, -1 unless PLAY
+    free_end: int  # value of the half that becomes the new open end, -1 unless PLAY
+
+
+def encode_play(tables: TileTables, tile: int, attached: int) -> int:
+    lo, hi = tables.pairs[tile]
+    if attached == lo:
+        return 2 * tile
+    if attached == hi:
+        return 2 * tile + 1
+    raise ValueError(f"tile {lo}|{hi} has no {attached} half")
+
+
+def decode(tables: TileTables, action: int) -> DecodedAction:
+    count = tables.num_tiles
+    if action == 2 * count:
+        return DecodedAction(DRAW, -1, -1, -1)
+    if action == 2 * count + 1:
+        return DecodedAction(PASS, -1, -1, -1)
+    if not 0 <= action < 2 * count:
+        raise ValueError(f"action {action} is outside 0..{2 * count + 1}")
+    tile, side = divmod(action, 2)
+    lo, hi = tables.pairs[tile]
+    return DecodedAction(PLAY, tile, hi, lo) if side else DecodedAction(PLAY, tile, lo, hi)
+
+
+def describe(tables: TileTables, action: int) -> str:
+    """A short human name: "play 9|4 on a 9", "draw", "pass"."""
+    move = decode(tables, action)
+    if move.kind != PLAY:
+        return move.kind
+    return f"play {move.attached}|{move.free_end} on a {move.attached}"

@@ -1,0 +1,188 @@
+"""The rules and variants of one Chicken Foot game: a frozen, validated dataclass.
+
+Every size in the package (tile count, action count, observation length) is derived from a
+`ChickenFootConfig`; variants are fields here, never copies of code. Rule numbers (R1–R13)
+refer to `RULES.md` in the shared folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+SUPPORTED_SETS = (6, 9, 12, 15, 18)  # R1
+REWARD_MODES = ("score", "zero_sum", "win")
+ILLEGAL_ACTION_MODES = ("raise", "penalize")
+TIE_BREAKS = ("r13", "none")
+
+# Default hand size per set and player count (see "Hand size" in RULES.md). Double-9 follows the
+# seeds (7 each, 6 for eight players); the other sets are our documented choice: as large as the
+# published tables go while leaving a boneyard of at least a fifth of the set.
+_HAND_TABLE: dict[int, dict[int, int]] = {
+    6: {2: 7, 3: 7, 4: 5},
+    9: {**{n: 7 for n in range(2, 8)}, 8: 6},
+    12: {**{n: 12 for n in range(2, 5)}, 5: 11, 6: 11, 7: 9, 8: 9, 9: 8, 10: 7},
+    15: {**{n: 15 for n in range(2, 6)}, 6: 14, 7: 12, 8: 12, 9: 11, 10: 10, 11: 9, 12: 9},
+    18: {
+        **{n: 18 for n in range(2, 6)},
+        **{n: 15 for n in range(6, 9)},
+        **{n: 12 for n in range(9, 13)},
+        13: 11,
+        14: 10,
+    },
+}
+
+
+def num_tiles(max_pips: int) -> int:
+    """R1: a double-N set holds (N+1)(N+2)/2 tiles."""
+    return (max_pips + 1) * (max_pips + 2) // 2
+
+
+def max_players(max_pips: int) -> int:
+    """The most players the default hand table seats on a double-`max_pips` set."""
+    return max(_HAND_TABLE[max_pips])
+
+
+def default_hand_size(max_pips: int, num_players: int) -> int:
+    return _HAND_TABLE[max_pips][num_players]
+
+
+def _check_int(name: str, value: object) -> int:
+    # bool is an int subclass; `num_players=True` is a mistake, not 1.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class ChickenFootConfig:
+    """Rules and variants of a game. Invalid combinations raise `ValueError` on construction.
+
+    `hand_size` and `num_rounds` may be left as None and are then filled from the defaults.
+    """
+
+    max_pips: int = 9
+    """R1: the set is double-`max_pips`; one of 6, 9, 12, 15, 18."""
+    num_players: int = 4
+    """R2: seats, clockwise in index order; 2 up to `max_players(max_pips)`."""
+    hand_size: int | None = None
+    """R3: tiles dealt to each player; None takes the documented default table."""
+    num_rounds: int | None = None
+    """R4: rounds in a game, counting down from double-`max_pips`; None plays all max_pips+1."""
+    spinner_arms: int = 4
+    """R7: arms on the centre double; 4 (Maltese cross) or 6 ("double chicken foot")."""
+    toes: int = 3
+    """R9: toes that must be played on a chicken-foot double before play goes elsewhere."""
+    draw_until_playable: bool = False
+    """R8 variant: one DRAW keeps drawing until a playable tile comes or the boneyard is empty."""
+    must_play_drawn: bool = False
+    """R8 variant: a playable drawn tile must be played (PASS is then illegal)."""
+    double_blank_value: int = 50
+    """R12: points the double-blank counts in a hand at the end of a round."""
+    tie_break: str = "r13"
+    """R13: "r13" breaks ties by zero rounds then lowest non-zero round; "none" shares the win."""
+    reward_mode: str = "zero_sum"
+    """Rewards: "score" (-own points), "zero_sum" (others' mean - own), "win" (game result)."""
+    skip_forced: bool = False
+    """When True the engine takes every decision that has exactly one legal action itself."""
+    illegal_action: str = "raise"
+    """"raise": an illegal action raises and changes nothing; "penalize": PettingZoo semantics."""
+
+    # Derived sizes, filled in __post_init__.
+    num_tiles: int = field(init=False, repr=False, compare=False)
+    num_actions: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        max_pips = _check_int("max_pips", self.max_pips)
+        if max_pips not in SUPPORTED_SETS:
+            raise ValueError(f"max_pips must be one of {SUPPORTED_SETS} (R1); got {max_pips}")
+        players = _check_int("num_players", self.num_players)
+        top = max_players(max_pips)
+        if not 2 <= players <= top:
+            raise ValueError(
+                f"num_players must be 2..{top} on a double-{max_pips} set; got {players}"
+                + (f" (a bigger set seats more)" if players > top else "")
+            )
+        tiles = num_tiles(max_pips)
+        hand = self.hand_size
+        if hand is None:
+            hand = default_hand_size(max_pips, players)
+        hand = _check_int("hand_size", hand)
+        # Dealing must leave at least one tile to search for the start double with (R5), and every
+        # player must still hold a tile after the start double is placed.
+        most = (tiles - 1) // players
+        if not 2 <= hand <= most:
+            raise ValueError(
+                f"hand_size must be 2..{most} for {players} players on a double-{max_pips} set "
+                f"({tiles} tiles, at least one left in the boneyard); got {hand}"
+            )
+        rounds = self.num_rounds if self.num_rounds is not None else max_pips + 1
+        rounds = _check_int("num_rounds", rounds)
+        if not 1 <= rounds <= max_pips + 1:
+            raise ValueError(
+                f"num_rounds must be 1..{max_pips + 1} (R4: one round per double, counting down); "
+                f"got {rounds}"
+            )
+        arms = _check_int("spinner_arms", self.spinner_arms)
+        if arms not in (4, 6):
+            raise ValueError(f"spinner_arms must be 4 or 6 (R7 and its variant); got {arms}")
+        toes = _check_int("toes", self.toes)
+        if not 1 <= toes <= max_pips:
+            raise ValueError(f"toes must be 1..{max_pips} (R9 plays 3); got {toes}")
+        _check_bool("draw_until_playable", self.draw_until_playable)
+        _check_bool("must_play_drawn", self.must_play_drawn)
+        _check_bool("skip_forced", self.skip_forced)
+        blank = _check_int("double_blank_value", self.double_blank_value)
+        if blank < 0:
+            raise ValueError(f"double_blank_value must be >= 0 (R12 counts 50); got {blank}")
+        _check_choice("tie_break", self.tie_break, TIE_BREAKS)
+        _check_choice("reward_mode", self.reward_mode, REWARD_MODES)
+        _check_choice("illegal_action", self.illegal_action, ILLEGAL_ACTION_MODES)
+
+        set_ = object.__setattr__  # frozen: fill resolved defaults and derived sizes once
+        set_(self, "hand_size", hand)
+        set_(self, "num_rounds", rounds)
+        set_(self, "num_tiles", tiles)
+        set_(self, "num_actions", 2 * tiles + 2)
+
+    @property
+    def draw_action(self) -> int:
+        return 2 * self.num_tiles
+
+    @property
+    def pass_action(self) -> int:
+        return 2 * self.num_tiles + 1
+
+    @property
+    def points_scale(self) -> float:
+        """Points per unit of reward and of the observation's score pieces (10 × max_pips)."""
+        return 10.0 * self.max_pips
+
+    def to_dict(self) -> dict:
+        """The constructor fields, resolved (JSON-serialisable)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ChickenFootConfig:
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(
+                f"unknown config field(s) {sorted(unknown)}; valid fields: {sorted(known)}"
+            )
+        return cls(**data)
+
+    def replace(self, **changes) -> ChickenFootConfig:
+        return ChickenFootConfig.from_dict({**self.to_dict(), **changes})

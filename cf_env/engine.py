@@ -1,0 +1,604 @@
+"""The Chicken Foot rules engine: game state and the only code that changes it.
+
+Pure Python + numpy (no gymnasium, pettingzoo or torch). One `Engine` plays a whole game of
+`config.num_rounds` rounds (R4). The acting seat is `engine.current`; `legal_action_mask()` is the
+single source of legality (R6–R9) that the env, bots and tests all ask; `step(action)` raises
+`IllegalActionError` and changes nothing when the action is not legal.
+
+Rules state vs layout: legality depends only on the open-end value counts, the number of empty
+spinner arms and the pending foot. The physical layout (which arm each tile sits on) is kept
+alongside for rendering and snapshots; equal-valued ends are interchangeable, so a tile played
+on value v goes to the oldest open arm tip of value v.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .actions import describe
+from .config import ChickenFootConfig
+from .tiles import TileTables, tile_tables
+
+SNAPSHOT_VERSION = 1
+
+# Keys every snapshot holds (public contract) and the extras needed for an exact restore.
+SNAPSHOT_KEYS = (
+    "max_pips",
+    "num_players",
+    "round",
+    "num_rounds",
+    "center",
+    "current",
+    "hands",
+    "boneyard",
+    "table",
+    "open_ends",
+    "spinner_arms_empty",
+    "foot",
+    "drawn_tile",
+    "scores",
+    "game_over",
+    "winners",
+)
+
+
+class IllegalActionError(ValueError):
+    """An action that is malformed or not legal now. The game state is unchanged."""
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be restored. The game state is unchanged."""
+
+
+@dataclass
+class Arm:
+    """One line of tiles: a spinner arm (parent -1) or a toe of the foot double ending arm `parent`.
+
+    `tiles` are (tile id, attached value) from the inner end outward; `tip` is the open value,
+    or -1 while the arm is empty (an empty spinner arm) or closed by a chicken-foot double (R10).
+    """
+
+    parent: int
+    tiles: list[tuple[int, int]] = field(default_factory=list)
+    tip: int = -1
+
+
+class Engine:
+    """A whole game: deal, play, score every round; R13 decides the winners."""
+
+    def __init__(self, config: ChickenFootConfig | None = None, seed: int | None = None):
+        self.config = config if config is not None else ChickenFootConfig()
+        self.tables: TileTables = tile_tables(self.config.max_pips)
+        self.points = self.tables.points(self.config.double_blank_value)
+        self.reset(seed)
+
+    # ------------------------------------------------------------------ game flow
+    def reset(self, seed: int | None = None) -> list[list[int]]:
+        """Start a new game. Returns the rounds that ended with no decision (normally none)."""
+        cfg = self.config
+        self.rng = np.random.default_rng(seed)
+        self.round = 0
+        self.scores: list[list[int]] = [[] for _ in range(cfg.num_players)]
+        self.game_over = False
+        self.winners: list[int] = []
+        self.history: list[tuple[int, int, int]] = []  # (round, seat, action), whole game
+        self._start_round()
+        return self._settle([])
+
+    def _start_round(self) -> None:
+        cfg, tables = self.config, self.tables
+        n, count = cfg.num_players, cfg.num_tiles
+        self.center = cfg.max_pips - self.round  # R4
+        order = self.rng.permutation(count)
+        self.hands = np.zeros((n, count), dtype=bool)
+        for seat in range(n):
+            self.hands[seat, order[seat * cfg.hand_size : (seat + 1) * cfg.hand_size]] = True
+        self.hand_counts = [cfg.hand_size] * n
+        # Internal boneyard is reversed: the next tile drawn is the last element (pop is O(1)).
+        self.boneyard = [int(t) for t in order[n * cfg.hand_size :][::-1]]
+        self.on_table = np.zeros(count, dtype=bool)
+        self.played_by = np.zeros((n, count), dtype=bool)
+        self.voids = np.zeros((n, cfg.max_pips + 1), dtype=bool)
+        self.open_count = [0] * (cfg.max_pips + 1)
+        self.arms: list[Arm] = []
+        self.tip_arms: list[list[int]] = [[] for _ in range(cfg.max_pips + 1)]
+        self.spinner_empty = cfg.spinner_arms
+        self.foot_value = -1
+        self.foot_arm = -1
+        self.toes_left = 0
+        self.drawn_tile = -1
+        # R5: whoever holds the start double places it; if nobody does, seats draw in turn
+        # (beginning with seat round % n) until it is drawn; drawn tiles stay in hand.
+        start = int(tables.double_id[self.center])
+        holders = np.flatnonzero(self.hands[:, start])
+        if holders.size:
+            holder = int(holders[0])
+        else:
+            holder = self.round % n
+            while True:
+                tile = self.boneyard.pop()
+                self.hands[holder, tile] = True
+                self.hand_counts[holder] += 1
+                if tile == start:
+                    break
+                holder = (holder + 1) % n
+        self.hands[holder, start] = False
+        self.hand_counts[holder] -= 1
+        self.on_table[start] = True
+        self.start_seat = holder
+        self.current = (holder + 1) % n
+        self._mask = None
+
+    def playable_values(self) -> list[int]:
+        """Values a tile may be attached to now (R7 spinner phase, R9 pending foot, R6 otherwise)."""
+        if self.foot_value >= 0:
+            return [self.foot_value]
+        if self.spinner_empty > 0:
+            return [self.center]
+        return [v for v, c in enumerate(self.open_count) if c]
+
+    def legal_action_mask(self) -> np.ndarray:
+        """The acting seat's legal actions as a fresh int8 array (all zeros once the game is over)."""
+        return self._legal_mask().copy()
+
+    def legal_actions(self) -> list[int]:
+        return np.flatnonzero(self._legal_mask()).tolist()
+
+    def _legal_mask(self) -> np.ndarray:
+        # The one place legality is decided; cached until the state changes.
+        if self._mask is not None:
+            return self._mask
+        cfg, tables = self.config, self.tables
+        mask = np.zeros(cfg.num_actions, dtype=np.int8)
+        self._mask = mask
+        if self.game_over:
+            return mask
+        values = self.playable_values()
+        if self.drawn_tile >= 0:
+            # R8: after a draw only the drawn tile may be placed; PASS ends the turn unless the
+            # must-play variant forces a playable drawn tile.
+            placed = False
+            for value, action in tables.placements[self.drawn_tile]:
+                if value in values:
+                    mask[action] = 1
+                    placed = True
+            if not (placed and cfg.must_play_drawn):
+                mask[cfg.pass_action] = 1
+            return mask
+        hand = self.hands[self.current]
+        placed = False
+        for value in values:
+            held = hand[tables.tiles_with[value]]
+            if held.any():
+                mask[tables.attach_actions[value][held]] = 1
+                placed = True
+        if not placed:  # R8: draw only when you cannot place; pass once the boneyard is empty
+            mask[cfg.draw_action if self.boneyard else cfg.pass_action] = 1
+        return mask
+
+    def _check_action(self, action: object) -> int:
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+            raise IllegalActionError(
+                f"action must be an int in 0..{self.config.num_actions - 1}; "
+                f"got {action!r} ({type(action).__name__})"
+            )
+        action = int(action)
+        if self.game_over:
+            raise IllegalActionError(f"action {action}: the game is over; call reset()")
+        mask = self._legal_mask()
+        if not 0 <= action < mask.size or not mask[action]:
+            what = describe(self.tables, action) if 0 <= action < mask.size else "out of range"
+            legal = np.flatnonzero(mask).tolist()
+            named = ", ".join(f"{a} ({describe(self.tables, a)})" for a in legal)
+            raise IllegalActionError(
+                f"action {action} ({what}) is not legal for seat {self.current}; legal: {named}"
+            )
+        return action
+
+    def step(self, action: int) -> list[list[int]]:
+        """Apply one action of the acting seat. Returns the points of every round that ended."""
+        return self._settle(self._apply(self._check_action(action)))
+
+    def _apply(self, action: int) -> list[list[int]]:
+        cfg, tables = self.config, self.tables
+        seat = self.current
+        self.history.append((self.round, seat, action))
+        values = self.playable_values()
+        went_out = False
+        if action == cfg.draw_action:
+            # The seat showed it holds none of the playable values; drawing adds an unseen
+            # tile, so older knowledge about this seat is dropped.
+            self.voids[seat] = False
+            self.voids[seat, values] = True
+            tile = self._draw(seat)
+            while cfg.draw_until_playable and self.boneyard and not self._fits(tile, values):
+                tile = self._draw(seat)
+            self.drawn_tile = tile
+        elif action == cfg.pass_action:
+            if self.drawn_tile < 0:
+                self.voids[seat, values] = True
+            self.drawn_tile = -1
+            self.current = (seat + 1) % cfg.num_players
+        else:
+            tile, side = divmod(action, 2)
+            lo, hi = tables.pairs[tile]
+            self.hands[seat, tile] = False
+            self.hand_counts[seat] -= 1
+            self.on_table[tile] = True
+            self.played_by[seat, tile] = True
+            self._place(tile, hi if side else lo)
+            self.drawn_tile = -1
+            self.current = (seat + 1) % cfg.num_players
+            went_out = self.hand_counts[seat] == 0
+        self._mask = None
+        # R11: the round ends when a hand empties, or when nobody can place and nobody can draw.
+        if went_out or (not self.boneyard and not self._anyone_can_place()):
+            return [self._end_round()]
+        return []
+
+    def _settle(self, finished: list[list[int]]) -> list[list[int]]:
+        """With `skip_forced`, take every decision that has exactly one legal action."""
+        if self.config.skip_forced:
+            while not self.game_over:
+                legal = np.flatnonzero(self._legal_mask())
+                if legal.size != 1:
+                    break
+                finished += self._apply(int(legal[0]))
+        return finished
+
+    def _draw(self, seat: int) -> int:
+        tile = self.boneyard.pop()
+        self.hands[seat, tile] = True
+        self.hand_counts[seat] += 1
+        return tile
+
+    def _fits(self, tile: int, values: list[int]) -> bool:
+        return any(value in values for value, _ in self.tables.placements[tile])
+
+    def _anyone_can_place(self) -> bool:
+        tables = self.tables
+        return any(self.hands[:, tables.tiles_with[v]].any() for v in self.playable_values())
+
+    def _place(self, tile: int, attached: int) -> None:
+        free_end = self.tables.other_end(tile, attached)
+        if self.foot_value >= 0:  # R9: a toe on the pending foot
+            arm = len(self.arms)
+            self.arms.append(Arm(self.foot_arm, [(tile, attached)], free_end))
+            self.toes_left -= 1
+            if self.toes_left == 0:  # R10: the foot is filled; its toes are ordinary ends
+                self.foot_value = -1
+        elif self.spinner_empty > 0:  # R7: fill an empty arm of the centre double
+            arm = len(self.arms)
+            self.arms.append(Arm(-1, [(tile, attached)], free_end))
+            self.spinner_empty -= 1
+        else:  # R6: extend the oldest arm tip of that value
+            arm = self.tip_arms[attached].pop(0)
+            self.open_count[attached] -= 1
+            self.arms[arm].tiles.append((tile, attached))
+            if self.tables.is_double[tile]:  # R9: a double starts a chicken foot
+                self.arms[arm].tip = -1
+                self.foot_value, self.foot_arm, self.toes_left = attached, arm, self.config.toes
+                return
+            self.arms[arm].tip = free_end
+        self.open_count[free_end] += 1
+        self.tip_arms[free_end].append(arm)
+
+    def _end_round(self) -> list[int]:
+        """R12: score the hands, then deal the next round (R4) or finish the game (R13)."""
+        points = [int(self.points[self.hands[seat]].sum()) for seat in range(self.config.num_players)]
+        for seat, value in enumerate(points):
+            self.scores[seat].append(value)
+        if self.round + 1 < self.config.num_rounds:
+            self.round += 1
+            self._start_round()
+        else:
+            self.game_over = True
+            self.drawn_tile = -1
+            self.winners = self._winners()
+            self._mask = None
+        return points
+
+    def _winners(self) -> list[int]:
+        """R13: lowest total; then most zero rounds; then lowest non-zero round; else shared."""
+        totals = [sum(s) for s in self.scores]
+        tied = [seat for seat, t in enumerate(totals) if t == min(totals)]
+        if self.config.tie_break == "r13":
+            keys = (
+                lambda seat: -self.scores[seat].count(0),
+                lambda seat: min((s for s in self.scores[seat] if s), default=math.inf),
+            )
+            for key in keys:
+                best = min(key(seat) for seat in tied)
+                tied = [seat for seat in tied if key(seat) == best]
+        return tied
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def num_players(self) -> int:
+        return self.config.num_players
+
+    def hand(self, seat: int) -> list[int]:
+        return np.flatnonzero(self.hands[seat]).tolist()
+
+    def totals(self) -> list[int]:
+        return [sum(s) for s in self.scores]
+
+    def clone(self) -> Engine:
+        """An independent copy (cheaper than snapshot/restore), e.g. for tree search."""
+        other = copy.copy(self)
+        other.rng = copy.deepcopy(self.rng)
+        other.scores = [list(s) for s in self.scores]
+        other.winners = list(self.winners)
+        other.history = list(self.history)
+        other.hands = self.hands.copy()
+        other.hand_counts = list(self.hand_counts)
+        other.boneyard = list(self.boneyard)
+        other.on_table = self.on_table.copy()
+        other.played_by = self.played_by.copy()
+        other.voids = self.voids.copy()
+        other.open_count = list(self.open_count)
+        other.arms = [Arm(a.parent, list(a.tiles), a.tip) for a in self.arms]
+        other.tip_arms = [list(ids) for ids in self.tip_arms]
+        other._mask = None
+        return other
+
+    # ------------------------------------------------------------------ snapshot / restore
+    def snapshot(self) -> dict:
+        """A JSON-serialisable dict from which `restore` continues exactly (keys: SNAPSHOT_KEYS+)."""
+        pairs = self.tables.pairs
+
+        def tiles(ids) -> list[list[int]]:
+            return [list(pairs[t]) for t in ids]
+
+        return {
+            "version": SNAPSHOT_VERSION,
+            "max_pips": self.config.max_pips,
+            "num_players": self.config.num_players,
+            "round": self.round,
+            "num_rounds": self.config.num_rounds,
+            "center": self.center,
+            "current": self.current,
+            "hands": [tiles(np.flatnonzero(h)) for h in self.hands],
+            "boneyard": tiles(reversed(self.boneyard)),
+            "table": tiles(np.flatnonzero(self.on_table)),
+            "open_ends": [v for v, c in enumerate(self.open_count) for _ in range(c)],
+            "spinner_arms_empty": self.spinner_empty,
+            "foot": None
+            if self.foot_value < 0
+            else {"double": self.foot_value, "toes_left": self.toes_left},
+            "drawn_tile": None if self.drawn_tile < 0 else list(pairs[self.drawn_tile]),
+            "scores": [list(s) for s in self.scores],
+            "game_over": self.game_over,
+            "winners": list(self.winners),
+            # Extras for an exact continuation.
+            "config": self.config.to_dict(),
+            "start_seat": self.start_seat,
+            "arms": [
+                {"parent": a.parent, "tiles": [[v, self.tables.other_end(t, v)] for t, v in a.tiles]}
+                for a in self.arms
+            ],
+            "foot_arm": self.foot_arm,
+            "voids": [np.flatnonzero(v).tolist() for v in self.voids],
+            "played_by": [tiles(np.flatnonzero(p)) for p in self.played_by],
+            "history": [list(h) for h in self.history],
+            "rng": _jsonable_rng_state(self.rng.bit_generator.state),
+        }
+
+    def restore(self, snapshot: dict) -> None:
+        """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
+        fresh = Engine.__new__(Engine)
+        fresh.config, fresh.tables, fresh.points = self.config, self.tables, self.points
+        try:
+            _load(fresh, snapshot)
+        except SnapshotError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as err:
+            raise SnapshotError(f"invalid snapshot: {err!r}") from err
+        self.__dict__.update(fresh.__dict__)
+
+
+def _jsonable_rng_state(state: dict) -> dict:
+    return {k: (_jsonable_rng_state(v) if isinstance(v, dict) else v) for k, v in state.items()}
+
+
+def _load(engine: Engine, snap: dict) -> None:
+    """Fill a bare engine from a snapshot, validating every field against the rules."""
+    cfg, tables = engine.config, engine.tables
+    n, count, top = cfg.num_players, cfg.num_tiles, cfg.max_pips
+    if not isinstance(snap, dict):
+        raise SnapshotError(f"a snapshot is a dict; got {type(snap).__name__}")
+    missing = [k for k in SNAPSHOT_KEYS if k not in snap]
+    if missing:
+        raise SnapshotError(f"snapshot is missing key(s) {missing}")
+    if "config" in snap:
+        theirs = ChickenFootConfig.from_dict(snap["config"]).to_dict()
+        ours = cfg.to_dict()
+        diff = [k for k in ours if ours[k] != theirs[k]]
+        if diff:
+            detail = ", ".join(f"{k}: snapshot {theirs[k]!r} vs engine {ours[k]!r}" for k in diff)
+            raise SnapshotError(f"snapshot was taken under another config ({detail})")
+    for key, want in (("max_pips", top), ("num_players", n), ("num_rounds", cfg.num_rounds)):
+        if snap[key] != want:
+            raise SnapshotError(f"snapshot {key} is {snap[key]!r}; this engine has {want}")
+
+    def seat(value, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
+            raise SnapshotError(f"{what} must be a seat 0..{n - 1}; got {value!r}")
+        return value
+
+    def tile(pair, what: str) -> int:
+        if (
+            not isinstance(pair, (list, tuple))
+            or len(pair) != 2
+            or not all(isinstance(p, int) and not isinstance(p, bool) and 0 <= p <= top for p in pair)
+        ):
+            raise SnapshotError(f"{what}: {pair!r} is not a tile [a, b] with 0 <= a, b <= {top}")
+        return int(tables.tile_id[pair[0], pair[1]])
+
+    def value(v, what: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= top:
+            raise SnapshotError(f"{what} must be a pip value 0..{top}; got {v!r}")
+        return v
+
+    rnd = snap["round"]
+    if isinstance(rnd, bool) or not isinstance(rnd, int) or not 0 <= rnd < cfg.num_rounds:
+        raise SnapshotError(f"round must be 0..{cfg.num_rounds - 1}; got {rnd!r}")
+    engine.round = rnd
+    engine.center = top - rnd
+    if snap["center"] != engine.center:
+        raise SnapshotError(f"center must be {engine.center} in round {rnd} (R4); got {snap['center']!r}")
+    engine.current = seat(snap["current"], "current")
+    engine.start_seat = seat(snap.get("start_seat", (engine.current - 1) % n), "start_seat")
+
+    # Every tile is in exactly one place: a hand, the boneyard or the table (R1, R3).
+    where: dict[int, str] = {}
+
+    def claim(ids: list[int], place: str) -> None:
+        for t in ids:
+            if t in where:
+                pair = list(tables.pairs[t])
+                raise SnapshotError(f"tile {pair} appears twice ({where[t]} and {place})")
+            where[t] = place
+
+    if not isinstance(snap["hands"], list) or len(snap["hands"]) != n:
+        raise SnapshotError(f"hands must list {n} hands")
+    engine.hands = np.zeros((n, count), dtype=bool)
+    for s, hand in enumerate(snap["hands"]):
+        ids = [tile(p, f"hands[{s}]") for p in hand]
+        claim(ids, f"hand {s}")
+        engine.hands[s, ids] = True
+    engine.hand_counts = [int(h.sum()) for h in engine.hands]
+    bone = [tile(p, "boneyard") for p in snap["boneyard"]]
+    claim(bone, "boneyard")
+    engine.boneyard = bone[::-1]
+    table = [tile(p, "table") for p in snap["table"]]
+    claim(table, "table")
+    if len(where) != count:
+        lost = [list(tables.pairs[t]) for t in range(count) if t not in where]
+        raise SnapshotError(f"tiles missing from hands, boneyard and table: {lost}")
+    engine.on_table = np.zeros(count, dtype=bool)
+    engine.on_table[table] = True
+    start = int(tables.double_id[engine.center])
+    if not engine.on_table[start]:
+        raise SnapshotError(f"the start double {[engine.center] * 2} must be on the table (R5)")
+
+    # Layout: rebuilt from "arms" when given (and checked against the rules state), else
+    # one synthetic arm per open end (enough for the rules, which only need the counts).
+    engine.arms, engine.tip_arms = [], [[] for _ in range(top + 1)]
+    engine.open_count = [0] * (top + 1)
+    foot = snap["foot"]
+    if foot is not None:
+        if not isinstance(foot, dict) or set(foot) < {"double", "toes_left"}:
+            raise SnapshotError(f"foot must be null or {{'double': d, 'toes_left': k}}; got {foot!r}")
+        toes = foot["toes_left"]
+        if isinstance(toes, bool) or not isinstance(toes, int) or not 1 <= toes <= cfg.toes:
+            raise SnapshotError(f"foot toes_left must be 1..{cfg.toes}; got {toes!r}")
+        if not engine.on_table[tables.double_id[value(foot["double"], "foot double")]]:
+            raise SnapshotError("the foot's double must be on the table")
+    engine.foot_value = -1 if foot is None else foot["double"]
+    engine.toes_left = 0 if foot is None else foot["toes_left"]
+    empty = snap["spinner_arms_empty"]
+    if isinstance(empty, bool) or not isinstance(empty, int) or not 0 <= empty <= cfg.spinner_arms:
+        raise SnapshotError(f"spinner_arms_empty must be 0..{cfg.spinner_arms}; got {empty!r}")
+    engine.spinner_empty = empty
+    open_ends = sorted(value(v, "open_ends") for v in snap["open_ends"])
+    if "arms" in snap:
+        _load_arms(engine, snap["arms"], snap.get("foot_arm", -1), start, table)
+        derived = sorted(v for v, c in enumerate(engine.open_count) for _ in range(c))
+        if derived != open_ends:
+            raise SnapshotError(f"open_ends {open_ends} disagree with the arms (which give {derived})")
+    else:
+        engine.foot_arm = -1
+        for v in open_ends:
+            engine.tip_arms[v].append(len(engine.arms))
+            engine.arms.append(Arm(-1, [], v))
+            engine.open_count[v] += 1
+    if engine.foot_value >= 0 and engine.spinner_empty:
+        raise SnapshotError("a foot cannot be pending while spinner arms are empty (R7, R9)")
+
+    drawn = snap["drawn_tile"]
+    engine.drawn_tile = -1 if drawn is None else tile(drawn, "drawn_tile")
+    if drawn is not None and not engine.hands[engine.current, engine.drawn_tile]:
+        raise SnapshotError(f"drawn_tile {drawn} is not in the hand of seat {engine.current}")
+    scores = snap["scores"]
+    if not isinstance(scores, list) or len(scores) != n:
+        raise SnapshotError(f"scores must list {n} seats")
+    engine.game_over = snap["game_over"] is True
+    played = rnd + 1 if engine.game_over else rnd
+    for s, rows in enumerate(scores):
+        if not isinstance(rows, list) or len(rows) != played:
+            raise SnapshotError(f"scores[{s}] must list {played} finished round(s); got {rows!r}")
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in rows):
+            raise SnapshotError(f"scores[{s}] must hold non-negative ints; got {rows!r}")
+    engine.scores = [list(rows) for rows in scores]
+    engine.winners = engine._winners() if engine.game_over else []
+    if sorted(snap["winners"]) != engine.winners:
+        raise SnapshotError(f"winners {snap['winners']!r} disagree with R13 ({engine.winners})")
+
+    engine.voids = np.zeros((n, top + 1), dtype=bool)
+    for s, vals in enumerate(snap.get("voids", [[]] * n)):
+        engine.voids[s, [value(v, "voids") for v in vals]] = True
+    engine.played_by = np.zeros((n, count), dtype=bool)
+    for s, pairs in enumerate(snap.get("played_by", [[]] * n)):
+        ids = [tile(p, "played_by") for p in pairs]
+        if not engine.on_table[ids].all():
+            raise SnapshotError("played_by names a tile that is not on the table")
+        engine.played_by[s, ids] = True
+    engine.history = [tuple(h) for h in snap.get("history", [])]
+    engine.rng = np.random.default_rng()
+    if "rng" in snap:
+        try:
+            engine.rng.bit_generator.state = snap["rng"]
+        except (TypeError, ValueError, KeyError) as err:
+            raise SnapshotError(f"rng state is not a valid {type(engine.rng.bit_generator).__name__} state") from err
+    engine._mask = None
+    if engine.game_over:
+        engine.drawn_tile = -1
+    engine._settle([])
+
+
+def _load_arms(engine: Engine, arms: list, foot_arm: int, start: int, table: list[int]) -> None:
+    tables, cfg = engine.tables, engine.config
+    placed: set[int] = set()
+    spinner = 0
+    for index, spec in enumerate(arms):
+        parent = spec["parent"]
+        if parent == -1:
+            spinner += 1
+            anchor = engine.center
+        elif isinstance(parent, int) and 0 <= parent < index and engine.arms[parent].tip == -1:
+            anchor = tables.pairs[engine.arms[parent].tiles[-1][0]][0]
+        else:
+            raise SnapshotError(f"arm {index}: parent {parent!r} is not an earlier closed foot arm")
+        arm = Arm(parent)
+        expected = anchor
+        for pair in spec["tiles"]:
+            if not isinstance(pair, list) or len(pair) != 2 or pair[0] != expected:
+                raise SnapshotError(f"arm {index}: tile {pair!r} does not match open end {expected}")
+            t = int(tables.tile_id[pair[0], pair[1]])
+            if t in placed or t == start:
+                raise SnapshotError(f"arm {index}: tile {pair} is placed twice")
+            placed.add(t)
+            arm.tiles.append((t, pair[0]))
+            expected = pair[1]
+        closed = bool(arm.tiles) and tables.is_double[arm.tiles[-1][0]]
+        arm.tip = -1 if closed or not arm.tiles else expected
+        engine.arms.append(arm)
+        if arm.tip >= 0:
+            engine.open_count[arm.tip] += 1
+            engine.tip_arms[arm.tip].append(index)
+    if placed | {start} != set(table):
+        raise SnapshotError("the arms do not hold exactly the table's tiles")
+    if cfg.spinner_arms - spinner != engine.spinner_empty:
+        raise SnapshotError(
+            f"spinner_arms_empty is {engine.spinner_empty} but the arms fill {spinner} of {cfg.spinner_arms}"
+        )
+    engine.foot_arm = foot_arm if engine.foot_value >= 0 else -1
+    if engine.foot_value >= 0:
+        toes = sum(1 for a in engine.arms if a.parent == foot_arm)
+        if not (0 <= foot_arm < len(engine.arms)) or cfg.toes - toes != engine.toes_left:
+            raise SnapshotError("foot disagrees with the arms (its double or its toes left)")
