@@ -1,0 +1,74 @@
+"""The policy protocol and policy specs — how bots, checkpoints and user code are named and built.
+
+A policy is any object with ``act(observation) -> int`` that, given an agent's observation dict
+(``{"observation": ..., "action_mask": ...}`` as the env returns it), returns a legal action.
+Policies may keep state within a game; ``reset()``, if defined, is called before each game.
+
+Specs (used by every CLI): ``random``, ``greedy``, ``heuristic``, ``ismcts:<iterations>``,
+``ppo:<checkpoint path>``, and ``some.module:factory`` for user code. A factory is called as
+``factory(config=ChickenFootConfig, seed=int | None)`` and returns a policy. `load_policy` is the
+one public function that turns a spec into a policy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .config import ChickenFootConfig
+
+
+@runtime_checkable
+class Policy(Protocol):
+    def act(self, observation: Mapping[str, np.ndarray]) -> int: ...
+
+
+PolicyFactory = Callable[..., Policy]
+_FACTORIES: dict[str, PolicyFactory] = {}
+
+
+def register_policy(name: str, factory: PolicyFactory) -> None:
+    """Make `name` (or `name:<arg>`) a spec; the factory gets config, seed and arg (if any)."""
+    _FACTORIES[name] = factory
+
+
+def policy_names() -> list[str]:
+    return sorted(_FACTORIES) + ["ppo:<checkpoint>", "module:factory"]
+
+
+def load_policy(spec: str, config: ChickenFootConfig, seed: int | None = None) -> Policy:
+    """Build the policy a spec names. Raises ValueError naming the spec and the valid forms."""
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"a policy spec is a non-empty string; got {spec!r}")
+    _ensure_builtins()
+    name, _, arg = spec.partition(":")
+    if name == "ppo":
+        if not arg:
+            raise ValueError("policy spec 'ppo:' needs a checkpoint path, e.g. ppo:checkpoints/x")
+        from training.checkpoints import load_ppo_policy  # torch lives in `training` only
+
+        return load_ppo_policy(arg, config=config, seed=seed)
+    if name in _FACTORIES:
+        factory = _FACTORIES[name]
+        return factory(config=config, seed=seed, arg=arg) if arg else factory(config=config, seed=seed)
+    if arg:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as err:
+            raise ValueError(f"policy spec {spec!r}: cannot import module {name!r} ({err})") from err
+        factory = getattr(module, arg, None)
+        if not callable(factory):
+            raise ValueError(f"policy spec {spec!r}: module {name!r} has no callable {arg!r}")
+        policy = factory(config=config, seed=seed)
+        if not callable(getattr(policy, "act", None)):
+            raise ValueError(f"policy spec {spec!r}: the factory returned no object with act()")
+        return policy
+    raise ValueError(f"unknown policy spec {spec!r}; valid: {', '.join(policy_names())}")
+
+
+def _ensure_builtins() -> None:
+    if not _FACTORIES:
+        from . import bots  # noqa: F401  (registers the built-in bots)

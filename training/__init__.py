@@ -1,0 +1,1 @@
+"""Training, evaluation and checkpoints for Chicken Foot agents (needs the `train` extra: torch, SB3)."""
