@@ -113,7 +113,7 @@ class ChickenFootConfig:
         if not 2 <= players <= top:
             raise ValueError(
                 f"num_players must be 2..{top} on a double-{max_pips} set; got {players}"
-                + (f" (a bigger set seats more)" if players > top else "")
+                + (" (a bigger set seats more)" if players > top else "")
             )
         tiles = num_tiles(max_pips)
         hand = self.hand_size

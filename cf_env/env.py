@@ -23,7 +23,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from .config import ChickenFootConfig
-from .engine import Engine, IllegalActionError
+from .engine import Engine, IllegalActionError, SnapshotError
 from .observation import OBSERVATION_VERSION, Encoder
 from .render import render_text
 from .rewards import game_rewards, round_rewards
@@ -178,9 +178,16 @@ class raw_env(AECEnv):
 
     def restore(self, snapshot: dict) -> None:
         """Continue from `snapshot`; the env's agents and flags follow the restored game."""
+        seeder = np.random.default_rng()
+        if "seeder" in snapshot:  # checked before the engine changes, so a bad one changes nothing
+            try:
+                seeder.bit_generator.state = snapshot["seeder"]
+            except (TypeError, ValueError, KeyError) as err:
+                raise SnapshotError("snapshot 'seeder' is not a valid PCG64 state") from err
+        else:
+            seeder = self._seeder
         self.engine.restore(snapshot)
-        if "seeder" in snapshot:
-            self._seeder.bit_generator.state = snapshot["seeder"]
+        self._seeder = seeder
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)

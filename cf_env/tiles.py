@@ -7,7 +7,7 @@ Action ids (see `actions.py`) are built on these ids.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-@lru_cache(maxsize=None)
+@cache
 def tile_tables(max_pips: int) -> TileTables:
     pairs = tuple((lo, hi) for lo in range(max_pips + 1) for hi in range(lo, max_pips + 1))
     count = num_tiles(max_pips)

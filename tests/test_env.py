@@ -1,0 +1,333 @@
+"""The PettingZoo AEC adapter: API conformance, seeding, spaces, rewards, leaks and errors."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pettingzoo
+import pytest
+from pettingzoo.test import api_test, render_test, seed_test
+
+import cf_env
+from cf_env import ChickenFootConfig, IllegalActionError, chicken_foot_v0
+
+CONFIGS = [
+    {},
+    {"num_players": 2, "max_pips": 6, "num_rounds": 2},
+    {"num_players": 8, "max_pips": 12, "num_rounds": 1, "spinner_arms": 6},
+    {"num_players": 3, "skip_forced": True, "reward_mode": "win", "num_rounds": 2},
+]
+
+
+def random_game(env, seed: int, on_step=None) -> list[int]:
+    """Play a game with random legal actions; returns the actions taken."""
+    rng = np.random.default_rng(seed)
+    taken = []
+    for agent in env.agent_iter():
+        obs, reward, term, trunc, info = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        taken.append(action)
+        if on_step:
+            on_step(env, agent, obs)
+        env.step(action)
+    return taken
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_pettingzoo_api_test(config):
+    api_test(cf_env.env(**config), num_cycles=300)
+
+
+@pytest.mark.parametrize("config", CONFIGS[:2])
+def test_pettingzoo_seed_test(config):
+    seed_test(lambda: cf_env.env(**config), num_cycles=300)
+
+
+def test_pettingzoo_render_test():
+    render_test(lambda render_mode=None: cf_env.env(render_mode=render_mode, num_rounds=1))
+
+
+def test_entry_points_and_registry():
+    assert isinstance(chicken_foot_v0.env(), pettingzoo.AECEnv)
+    made = pettingzoo.make("aec", "cf_env/chicken_foot-v0", num_players=3)
+    assert made.unwrapped.config.num_players == 3
+    raw = cf_env.raw_env()
+    assert raw.metadata["name"] == "chicken_foot_v0"
+    assert raw.metadata["is_parallelizable"] is False
+    assert raw.possible_agents == ["player_0", "player_1", "player_2", "player_3"]
+
+
+def test_spaces_match_what_is_returned():
+    env = cf_env.env(num_players=5)
+    env.reset(seed=1)
+    cfg = env.unwrapped.config
+    for agent in env.agents:
+        obs = env.observe(agent)
+        space = env.observation_space(agent)
+        assert space.contains(obs)
+        assert obs["observation"].dtype == space["observation"].dtype == np.float32
+        assert obs["action_mask"].dtype == np.int8
+        assert obs["action_mask"].shape == (2 * cfg.num_tiles + 2,)
+    assert env.action_space("player_0").n == 2 * 55 + 2
+
+
+def test_layout_is_queryable_and_covers_the_vector():
+    env = cf_env.raw_env()
+    env.reset(seed=0)
+    layout = env.observation_layout
+    size = env.observation_space("player_0")["observation"].shape[0]
+    covered = sorted((s.start, s.stop) for s in layout.values())
+    assert covered[0][0] == 0 and covered[-1][1] == size
+    assert all(a[1] == b[0] for a, b in zip(covered, covered[1:]))
+    seat = env.engine.current
+    obs = env.observe(env.agent_selection)["observation"]
+    assert np.array_equal(obs[layout["hand"]], env.engine.hands[seat])
+    assert obs[layout["center"]][9] == 1
+
+
+def test_every_observation_piece_is_used_in_a_playout():
+    env = cf_env.raw_env(num_rounds=3)
+    env.reset(seed=4)
+    seen = {name: False for name in env.observation_layout}
+
+    def look(env, agent, obs):
+        for name, piece in env.unwrapped.observation_layout.items():
+            seen[name] |= bool(obs["observation"][piece].any())
+
+    random_game(env, 4, look)
+    assert all(seen.values()), [n for n, v in seen.items() if not v]
+
+
+def test_mask_is_the_engines_and_never_empty_for_the_actor():
+    env = cf_env.env(num_players=3, num_rounds=2)
+    env.reset(seed=2)
+
+    def check(env, agent, obs):
+        engine = env.unwrapped.engine
+        assert obs["action_mask"].any()
+        assert np.array_equal(obs["action_mask"], engine.legal_action_mask())
+        for other in env.agents:
+            if other != agent:
+                assert not env.observe(other)["action_mask"].any()
+
+    random_game(env, 2, check)
+
+
+def test_returned_arrays_never_alias_state():
+    env = cf_env.raw_env()
+    env.reset(seed=0)
+    before = json.dumps(env.snapshot())
+    obs = env.observe(env.agent_selection)
+    obs["observation"][:] = 1
+    obs["action_mask"][:] = 1
+    env.state()[:] = 7
+    again = env.observe(env.agent_selection)
+    assert json.dumps(env.snapshot()) == before
+    assert again["action_mask"].sum() < again["action_mask"].size
+
+
+def test_same_seed_same_game_and_poking_global_rngs_changes_nothing():
+    def run(poke: bool) -> tuple:
+        env = cf_env.env(num_rounds=2)
+        env.reset(seed=11)
+
+        def meddle(env, agent, obs):
+            if poke:
+                random.seed(123)
+                random.random()
+                np.random.seed(456)
+                np.random.random(10)
+
+        actions = random_game(env, 11, meddle)
+        return actions, env.unwrapped.engine.scores
+
+    assert run(False) == run(True)
+
+
+def test_reset_without_seed_continues_the_seeded_sequence():
+    a, b = cf_env.raw_env(), cf_env.raw_env()
+    a.reset(seed=3)
+    b.reset(seed=3)
+    a.reset()
+    b.reset()
+    assert a.snapshot()["hands"] == b.snapshot()["hands"]
+    c = cf_env.raw_env()
+    c.reset(seed=4)
+    assert c.snapshot()["hands"] != a.snapshot()["hands"]
+
+
+def test_observation_ignores_hidden_tiles():
+    """Swapping tiles between two opponents, or an opponent and the boneyard, changes nothing."""
+    env = cf_env.raw_env(num_players=4)
+    env.reset(seed=8)
+    rng = np.random.default_rng(8)
+    for _ in range(25):  # get into the middle of a round with a history of voids and plays
+        env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+    viewer = env.agent_selection
+    seat = env.agent_name_mapping[viewer]
+    before = env.observe(viewer)
+    snap = env.snapshot()
+    a, b = (seat + 1) % 4, (seat + 2) % 4
+    swapped = json.loads(json.dumps(snap))
+    swapped["hands"][a][0], swapped["hands"][b][0] = snap["hands"][b][0], snap["hands"][a][0]
+    env.restore(swapped)
+    after = env.observe(viewer)
+    assert np.array_equal(before["observation"], after["observation"])
+    assert np.array_equal(before["action_mask"], after["action_mask"])
+    swapped = json.loads(json.dumps(snap))
+    swapped["hands"][a][0], swapped["boneyard"][-1] = snap["boneyard"][-1], snap["hands"][a][0]
+    env.restore(swapped)
+    assert np.array_equal(before["observation"], env.observe(viewer)["observation"])
+    # ... while the state vector (full information) does see it.
+    env.restore(snap)
+    full = env.state()
+    env.restore(swapped)
+    assert not np.array_equal(full, env.state())
+
+
+def test_illegal_actions_raise_and_leave_state_unchanged():
+    env = cf_env.env()
+    env.reset(seed=5)
+    snap = json.dumps(env.unwrapped.snapshot())
+    mask = env.observe(env.agent_selection)["action_mask"]
+    illegal = int(np.flatnonzero(mask == 0)[0])
+    for bad in (illegal, -1, 10_000, 1.0, "3", None, np.float32(2), True, np.array([1])):
+        with pytest.raises(IllegalActionError) as err:
+            env.step(bad)
+        assert "legal" in str(err.value) or "int" in str(err.value)
+        assert json.dumps(env.unwrapped.snapshot()) == snap
+    legal = int(np.flatnonzero(mask)[0])
+    env.step(np.int64(legal))  # numpy integers are fine
+
+
+def test_penalize_mode_ends_the_game_with_a_penalty():
+    env = cf_env.env(illegal_action="penalize")
+    env.reset(seed=5)
+    offender = env.agent_selection
+    mask = env.observe(offender)["action_mask"]
+    env.step(int(np.flatnonzero(mask == 0)[0]))
+    assert all(env.terminations.values())
+    assert env.rewards[offender] == -1
+    assert all(r == 0 for a, r in env.rewards.items() if a != offender)
+
+
+@pytest.mark.parametrize("mode", ["score", "zero_sum", "win"])
+def test_rewards_per_mode(mode):
+    env = cf_env.env(reward_mode=mode, num_rounds=3, num_players=3)
+    env.reset(seed=6)
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    rng = np.random.default_rng(6)
+    for agent in env.agent_iter():
+        obs, reward, term, trunc, info = env.last()
+        totals[agent] += reward
+        if term or trunc:
+            env.step(None)
+            continue
+        env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    engine = env.unwrapped.engine
+    cfg = engine.config
+    pts = [sum(s) for s in engine.scores]
+    got = [totals[a] for a in env.possible_agents]
+    if mode == "score":
+        assert got == pytest.approx([-p / cfg.points_scale for p in pts])
+    elif mode == "zero_sum":
+        assert sum(got) == pytest.approx(0.0, abs=1e-9)
+        assert got == pytest.approx([((sum(pts) - p) / 2 - p) / cfg.points_scale for p in pts])
+    else:
+        assert got == [1.0 if s in engine.winners else -1.0 for s in range(3)]
+
+
+def test_max_cycles_truncates_everyone_after_that_many_steps():
+    env = cf_env.env(max_cycles=7)
+    env.reset(seed=0)
+    steps = 0
+    for _agent in env.agent_iter():
+        obs, reward, term, trunc, info = env.last()
+        if term or trunc:
+            assert trunc and not term
+            env.step(None)
+            continue
+        env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+        steps += 1
+    assert steps == 7 and env.agents == []
+
+
+def test_state_vector_holds_hidden_information():
+    env = cf_env.raw_env()
+    env.reset(seed=0)
+    layout = env.encoder.state_layout.slices
+    state = env.state()
+    assert env.state_space.contains(state)
+    assert state[layout["hands"]].sum() == sum(env.engine.hand_counts)
+    assert state[layout["boneyard"]].sum() == len(env.engine.boneyard)
+
+
+def test_snapshot_restore_continues_exactly():
+    env = cf_env.raw_env(num_rounds=3)
+    env.reset(seed=21)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+    snap = json.loads(json.dumps(env.snapshot()))  # JSON round trip
+    for key in cf_env.engine.SNAPSHOT_KEYS:
+        assert key in snap
+
+    def finish(e) -> list:
+        out, rng = [], np.random.default_rng(1)
+        for _agent in e.agent_iter():
+            obs, _, term, trunc, _ = e.last()
+            out.append(obs["observation"].tobytes())
+            if term or trunc:
+                e.step(None)
+                continue
+            e.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+        return out + [e.engine.scores]
+
+    expected = finish(env)
+    other = cf_env.raw_env(num_rounds=3)
+    other.reset(seed=999)
+    other.restore(snap)
+    assert finish(other) == expected
+
+
+def test_restore_rejects_snapshots_of_another_config():
+    env = cf_env.raw_env(num_players=3)
+    env.reset(seed=0)
+    snap = env.snapshot()
+    other = cf_env.raw_env(num_players=3, spinner_arms=6)
+    other.reset(seed=0)
+    before = json.dumps(other.snapshot())
+    with pytest.raises(cf_env.SnapshotError, match="spinner_arms"):
+        other.restore(snap)
+    assert json.dumps(other.snapshot()) == before
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"num_players": 9, "max_pips": 6}, "num_players"),
+        ({"hand_size": 0}, "hand_size"),
+        ({"spinner_arms": 7}, "spinner_arms"),
+        ({"max_pips": 10}, "max_pips"),
+        ({"num_rounds": 11}, "num_rounds"),
+        ({"reward_mode": "points"}, "reward_mode"),
+        ({"hand_size": 14, "num_players": 4}, "hand_size"),
+        ({"num_players": "4"}, "num_players"),
+    ],
+)
+def test_impossible_configs_name_the_field_and_valid_values(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment) as err:
+        cf_env.env(**kwargs)
+    assert any(ch.isdigit() for ch in str(err.value)) or "one of" in str(err.value)
+
+
+def test_default_hand_sizes_follow_the_rules_table():
+    assert [ChickenFootConfig(num_players=n).hand_size for n in range(2, 9)] == [7] * 6 + [6]
+    assert ChickenFootConfig().num_rounds == 10
+    with pytest.raises(ValueError, match="unknown config field"):
+        ChickenFootConfig.from_dict({"players": 3})
