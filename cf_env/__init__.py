@@ -28,6 +28,12 @@ __version__ = "0.1.0"
 
 
 def _register() -> None:
+    # The single-agent learner's view: gymnasium.make("cf_env/ChickenFoot-v0", ...). The string
+    # entry point keeps the adapter unimported until it is made.
+    import gymnasium
+
+    if "cf_env/ChickenFoot-v0" not in gymnasium.registry:
+        gymnasium.register(id="cf_env/ChickenFoot-v0", entry_point="cf_env.single_agent:make_env")
     # PettingZoo >= 1.26 has a registry (`pettingzoo.make("aec", "cf_env/chicken_foot-v0")`).
     try:
         from pettingzoo import aec_registry, register

@@ -37,7 +37,7 @@ def env(**kwargs) -> AECEnv:
 class raw_env(AECEnv):
     metadata = {
         "name": "chicken_foot_v0",
-        "render_modes": ["ansi", "human"],
+        "render_modes": ["ansi", "human", "rgb_array"],
         "is_parallelizable": False,
         "render_fps": 1,
     }
@@ -162,6 +162,10 @@ class raw_env(AECEnv):
             return None
         if self.render_mode == "ansi":
             return render_text(self.engine)
+        if self.render_mode == "rgb_array":
+            from .render_image import render_rgb  # Pillow is only needed for pictures
+
+            return render_rgb(self.engine)
         # "human" shows the acting player its own hand only.
         print(render_text(self.engine, viewer=None if self.engine.game_over else self.engine.current))
         return None
