@@ -149,7 +149,7 @@ class raw_env(AECEnv):
             self.terminations = dict.fromkeys(self.agents, True)
             for agent in self.agents:
                 self.infos[agent]["winners"] = [self.possible_agents[s] for s in engine.winners]
-        elif self.max_cycles is not None and self.num_steps >= self.max_cycles:
+        elif self.max_cycles is not None and self.num_steps >= self.max_cycles * cfg.num_players:
             self.truncations = dict.fromkeys(self.agents, True)
         self.agent_selection = self.possible_agents[engine.current]
 

@@ -242,8 +242,8 @@ def test_rewards_per_mode(mode):
         assert got == [1.0 if s in engine.winners else -1.0 for s in range(3)]
 
 
-def test_max_cycles_truncates_everyone_after_that_many_steps():
-    env = cf_env.env(max_cycles=7)
+def test_max_cycles_truncates_everyone_after_that_many_cycles_of_actions():
+    env = cf_env.env(max_cycles=7)  # 7 cycles of 4 players: 28 actions
     env.reset(seed=0)
     steps = 0
     for _agent in env.agent_iter():
@@ -254,7 +254,7 @@ def test_max_cycles_truncates_everyone_after_that_many_steps():
             continue
         env.step(int(np.flatnonzero(obs["action_mask"])[0]))
         steps += 1
-    assert steps == 7 and env.agents == []
+    assert steps == 28 and env.agents == []
 
 
 def test_state_vector_holds_hidden_information():
