@@ -1,0 +1,549 @@
+"""Property tests: random valid configs, random legal playouts, invariants that must always hold.
+
+The heart of this file is `RefRound`, a second implementation of one round's rules (R5–R12)
+written from RULES.md and the action contract alone: it never calls the engine's mask,
+placement or scoring code. Every playout is checked step by step against it:
+
+* tiles are conserved (hands + boneyard + table = the full set, each tile exactly once; R1, R3);
+* the engine's action mask equals the reference's legal set and is never empty while the game
+  runs (R6–R9, the action contract);
+* hands, boneyard order, open ends, empty spinner arms, the pending foot and the acting seat agree;
+* rounds end exactly when the reference says (R11), within a bound on their length;
+* round points are the pips left in each hand, the double-blank counted per config and the
+  player who went out scoring 0 (R12); winners follow R13 (or a shared win with tie_break="none");
+* `skip_forced` plays the same game, only without asking the forced decisions;
+* snapshot -> JSON -> restore continues identically (observations, masks, later rounds' deals),
+  in the engine and through the AEC env.
+
+Bounded so the whole file runs in well under a minute: small `max_examples`, few rounds on the
+big sets, and a deterministic sweep for coverage of every (set, player count) pair.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cf_env
+from cf_env import ChickenFootConfig, Engine
+from cf_env.config import SUPPORTED_SETS, default_hand_size, max_players
+from cf_env.observation import Encoder
+from cf_env.render import render_text
+
+FUZZ = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+# Rounds per game the fuzzer plays on each set: all of them on double-6 (full games, R4 down
+# to the double-blank), fewer on the big sets whose rounds are long.
+ROUND_CAP = {6: 7, 9: 3, 12: 2, 15: 1, 18: 1}
+
+
+# ---------------------------------------------------------------------------- reference rules
+def pairs_of(max_pips: int) -> list[tuple[int, int]]:
+    """The tile id contract: for lo in 0..N, for hi in lo..N -> tile (lo, hi)."""
+    return [(lo, hi) for lo in range(max_pips + 1) for hi in range(lo, max_pips + 1)]
+
+
+class RefRound:
+    """One round of Chicken Foot, from the rules text: open ends as a multiset of values.
+
+    Ends of equal value are interchangeable (the action contract), so a multiset of open-end
+    values, the count of empty spinner arms and the pending foot are the whole table state.
+    """
+
+    def __init__(self, cfg: ChickenFootConfig, round_index: int, hands, boneyard, current: int):
+        self.cfg = cfg
+        self.pairs = pairs_of(cfg.max_pips)
+        self.index = {p: t for t, p in enumerate(self.pairs)}
+        self.count = len(self.pairs)
+        self.draw, self.pass_ = 2 * self.count, 2 * self.count + 1
+        self.center = cfg.max_pips - round_index  # R4
+        self.hands = [set(h) for h in hands]  # sets of (lo, hi)
+        self.boneyard = list(boneyard)  # element 0 is drawn next
+        self.current = current
+        self.ends: Counter[int] = Counter()
+        self.empty_arms = cfg.spinner_arms  # R7
+        self.foot: list[int] | None = None  # [double value, toes still owed] (R9)
+        self.drawn: tuple[int, int] | None = None  # the tile of a post-draw decision (R8)
+        self.table = {(self.center, self.center)}
+
+    def values(self) -> set[int]:
+        if self.foot is not None:  # R9: only toes on the pending foot
+            return {self.foot[0]}
+        if self.empty_arms:  # R7: only the empty arms of the centre double
+            return {self.center}
+        return {v for v, c in self.ends.items() if c}  # R6
+
+    def placements(self, tile: tuple[int, int], values: set[int]) -> set[int]:
+        lo, hi = tile
+        t = self.index[tile]
+        out = set()
+        if lo in values:
+            out.add(2 * t)  # lo half against the table
+        if hi in values and hi != lo:
+            out.add(2 * t + 1)  # hi half against the table; a double attaches one way only
+        return out
+
+    def can_place(self, hand) -> bool:
+        values = self.values()
+        return any(lo in values or hi in values for lo, hi in hand)
+
+    def legal(self) -> set[int]:
+        values = self.values()
+        if self.drawn is not None:  # R8: place the drawn tile, or pass (unless must_play_drawn)
+            acts = self.placements(self.drawn, values)
+            if not (acts and self.cfg.must_play_drawn):
+                acts.add(self.pass_)
+            return acts
+        acts = set()
+        for tile in self.hands[self.current]:
+            acts |= self.placements(tile, values)
+        if not acts:  # R8: draw only when you cannot place; pass when the boneyard is empty
+            acts.add(self.draw if self.boneyard else self.pass_)
+        return acts
+
+    def apply(self, action: int) -> bool:
+        """Play `action` for the acting seat; True when the round is over (R11)."""
+        assert action in self.legal()
+        seat = self.current
+        n = self.cfg.num_players
+        if action == self.draw:
+            values = self.values()
+            tile = self.boneyard.pop(0)
+            self.hands[seat].add(tile)
+            while (
+                self.cfg.draw_until_playable
+                and self.boneyard
+                and not (tile[0] in values or tile[1] in values)
+            ):
+                tile = self.boneyard.pop(0)
+                self.hands[seat].add(tile)
+            self.drawn = tile
+        elif action == self.pass_:
+            self.drawn = None
+            self.current = (seat + 1) % n
+        else:
+            tile = self.pairs[action // 2]
+            attached = tile[action % 2]
+            free = tile[1 - action % 2]
+            self.hands[seat].remove(tile)
+            self.table.add(tile)
+            if self.foot is not None:  # a toe (R9); the last one releases the foot (R10)
+                self.ends[free] += 1
+                self.foot[1] -= 1
+                if self.foot[1] == 0:
+                    self.foot = None
+            elif self.empty_arms:  # R7
+                self.empty_arms -= 1
+                self.ends[free] += 1
+            else:
+                self.ends[attached] -= 1
+                if tile[0] == tile[1]:  # R9: a double closes its end and starts a foot
+                    self.foot = [attached, self.cfg.toes]
+                else:
+                    self.ends[free] += 1
+            self.drawn = None
+            self.current = (seat + 1) % n
+            if not self.hands[seat]:  # R11: a player went out
+                return True
+        # R11: nobody can draw and nobody can place (also while a foot is pending).
+        return not self.boneyard and not any(self.can_place(h) for h in self.hands)
+
+    def points(self) -> list[int]:
+        """R12: pips left in hand; the double-blank counts double_blank_value."""
+        blank = self.cfg.double_blank_value
+        return [
+            sum(blank if (lo, hi) == (0, 0) else lo + hi for lo, hi in hand) for hand in self.hands
+        ]
+
+
+def ref_winners(cfg: ChickenFootConfig, scores: list[list[int]]) -> list[int]:
+    """R13, written out: lowest total; most zero rounds; lowest non-zero round; else shared."""
+    totals = [sum(s) for s in scores]
+    tied = [s for s, t in enumerate(totals) if t == min(totals)]
+    if cfg.tie_break == "none" or len(tied) == 1:
+        return tied
+    zeros = {s: scores[s].count(0) for s in tied}
+    tied = [s for s in tied if zeros[s] == max(zeros.values())]
+    if len(tied) == 1:
+        return tied
+    lowest = {s: min([x for x in scores[s] if x > 0], default=None) for s in tied}
+    present = [v for v in lowest.values() if v is not None]
+    if not present:  # nobody has a non-zero round: still tied
+        return tied
+    return [s for s in tied if lowest[s] == min(present)]
+
+
+# ---------------------------------------------------------------------------- engine views
+def engine_view(engine: Engine) -> dict:
+    """The engine's public state, read through the snapshot contract (tiles as tuples)."""
+    snap = engine.snapshot()
+    return {
+        "hands": [{tuple(p) for p in h} for h in snap["hands"]],
+        "boneyard": [tuple(p) for p in snap["boneyard"]],
+        "table": {tuple(p) for p in snap["table"]},
+        "open_ends": Counter(snap["open_ends"]),
+        "spinner_arms_empty": snap["spinner_arms_empty"],
+        "foot": snap["foot"],
+        "drawn_tile": None if snap["drawn_tile"] is None else tuple(snap["drawn_tile"]),
+        "current": snap["current"],
+        "round": snap["round"],
+        "center": snap["center"],
+    }
+
+
+def check_conservation(cfg: ChickenFootConfig, view: dict) -> None:
+    """R1/R3: every tile of the set is in exactly one place."""
+    everything = [t for h in view["hands"] for t in h] + view["boneyard"] + list(view["table"])
+    assert len(everything) == len(set(everything)), "a tile is in two places"
+    assert set(everything) == set(pairs_of(cfg.max_pips)), "tiles lost or invented"
+
+
+def check_round_start(cfg: ChickenFootConfig, view: dict) -> None:
+    """R4/R5: only the start double is down; hand sizes follow the turn-by-turn search."""
+    n, hand = cfg.num_players, cfg.hand_size
+    rnd, center = view["round"], view["center"]
+    assert center == cfg.max_pips - rnd
+    assert view["table"] == {(center, center)}
+    start_seat = (view["current"] - 1) % n
+    sizes = [len(h) for h in view["hands"]]
+    drawn = sum(sizes) + 1 - n * hand  # tiles drawn while searching for the start double
+    assert drawn >= 0
+    expected = [hand] * n
+    for k in range(drawn):  # R5: draws go clockwise from seat round % n
+        expected[(rnd % n + k) % n] += 1
+    if drawn:
+        assert (rnd % n + drawn - 1) % n == start_seat, "the last searcher must hold the double"
+    expected[start_seat] -= 1
+    assert sizes == expected
+
+
+def compare(ref: RefRound, view: dict) -> None:
+    assert view["current"] == ref.current
+    assert view["hands"] == ref.hands
+    assert view["boneyard"] == ref.boneyard
+    assert view["table"] == ref.table
+    assert +view["open_ends"] == +ref.ends
+    assert view["spinner_arms_empty"] == ref.empty_arms
+    foot = None if ref.foot is None else {"double": ref.foot[0], "toes_left": ref.foot[1]}
+    assert view["foot"] == foot
+    assert view["drawn_tile"] == ref.drawn
+
+
+def round_step_bound(cfg: ChickenFootConfig) -> int:
+    # Per round: at most T plays, T draws, T passes after draws, and with an empty boneyard at
+    # most n-1 passes between two plays (else R11 ends the round).
+    count = cfg.num_tiles
+    return 3 * count + cfg.num_players * (count + 1)
+
+
+def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
+    """A random legal game, checked against `RefRound` after every step."""
+    assert not cfg.skip_forced  # the reference must see every decision
+    engine = Engine(cfg, seed=seed)
+    policy = np.random.default_rng(policy_seed)
+    rounds_seen, ref = 0, None
+    scores: list[list[int]] = [[] for _ in range(cfg.num_players)]
+    steps_in_round = 0
+    while True:
+        view = engine_view(engine)
+        check_conservation(cfg, view)
+        if engine.game_over:
+            break
+        if ref is None:  # a new round: rebuild the reference from the dealt position
+            check_round_start(cfg, view)
+            assert view["round"] == rounds_seen
+            ref = RefRound(cfg, view["round"], view["hands"], view["boneyard"], view["current"])
+            steps_in_round = 0
+        compare(ref, view)
+        mask = engine.legal_action_mask()
+        assert mask.dtype == np.int8 and mask.shape == (cfg.num_actions,)
+        legal = set(np.flatnonzero(mask).tolist())
+        assert legal, "the acting seat's mask is empty while the game runs"
+        assert legal == ref.legal()
+        assert engine.legal_actions() == sorted(legal)
+        action = int(policy.choice(sorted(legal)))
+        seat = ref.current
+        ended = ref.apply(action)
+        finished = engine.step(action)
+        steps_in_round += 1
+        assert steps_in_round <= round_step_bound(cfg), "the round does not end (R11)"
+        if ended:
+            points = ref.points()
+            assert finished == [points]
+            if not ref.hands[seat]:
+                assert points[seat] == 0  # R12: the player who went out
+            for seat, p in enumerate(points):
+                scores[seat].append(p)
+            rounds_seen += 1
+            ref = None
+        else:
+            assert finished == []
+    assert rounds_seen == cfg.num_rounds  # R4
+    assert engine.scores == scores
+    assert engine.totals() == [sum(s) for s in scores]
+    assert engine.winners == ref_winners(cfg, scores)  # R13
+    assert not engine.legal_action_mask().any()
+    return engine
+
+
+# ---------------------------------------------------------------------------- strategies
+@st.composite
+def configs(draw, max_pips=None, round_cap=None) -> ChickenFootConfig:
+    """Any valid config; round counts bounded so that examples stay quick."""
+    if max_pips is None:
+        max_pips = draw(st.sampled_from(SUPPORTED_SETS))
+    players = draw(st.integers(2, max_players(max_pips)))
+    count = (max_pips + 1) * (max_pips + 2) // 2
+    hand = draw(st.one_of(st.none(), st.integers(2, (count - 1) // players)))
+    cap = ROUND_CAP[max_pips] if round_cap is None else round_cap
+    return ChickenFootConfig(
+        max_pips=max_pips,
+        num_players=players,
+        hand_size=hand,
+        num_rounds=draw(st.integers(1, min(cap, max_pips + 1))),
+        spinner_arms=draw(st.sampled_from((4, 6))),
+        toes=draw(st.one_of(st.just(3), st.integers(1, max_pips))),
+        draw_until_playable=draw(st.booleans()),
+        must_play_drawn=draw(st.booleans()),
+        double_blank_value=draw(st.sampled_from((0, 25, 50, 100, 7))),
+        tie_break=draw(st.sampled_from(("r13", "none"))),
+        reward_mode=draw(st.sampled_from(("score", "zero_sum", "win"))),
+        skip_forced=draw(st.booleans()),
+    )
+
+
+seeds = st.integers(0, 2**32 - 1)
+
+
+# ---------------------------------------------------------------------------- properties
+@pytest.mark.parametrize("max_pips", SUPPORTED_SETS)
+@settings(FUZZ, max_examples=12)
+@given(data=st.data(), seed=seeds, policy_seed=seeds)
+def test_random_playout_matches_reference_rules(max_pips, data, seed, policy_seed):
+    cfg = data.draw(configs(max_pips=max_pips)).replace(skip_forced=False)
+    play_checked(cfg, seed, policy_seed)
+
+
+@pytest.mark.parametrize(
+    "max_pips,players",
+    [(m, n) for m in SUPPORTED_SETS for n in range(2, max_players(m) + 1)],
+)
+def test_every_set_and_player_count(max_pips, players):
+    # Coverage the random search cannot promise: every supported (set, players) pair once.
+    cfg = ChickenFootConfig(max_pips=max_pips, num_players=players, num_rounds=1)
+    assert cfg.hand_size == default_hand_size(max_pips, players)
+    play_checked(cfg, seed=1000 * max_pips + players, policy_seed=players)
+
+
+def forced_prefix(engine: Engine) -> None:
+    """Take every single-option decision, as `skip_forced` would."""
+    while not engine.game_over:
+        legal = engine.legal_actions()
+        if len(legal) != 1:
+            return
+        engine.step(legal[0])
+
+
+@settings(FUZZ, max_examples=40)
+@given(cfg=configs(), seed=seeds, policy_seed=seeds)
+def test_skip_forced_plays_the_same_game_without_asking_forced_decisions(cfg, seed, policy_seed):
+    skip = Engine(cfg.replace(skip_forced=True), seed=seed)
+    full = Engine(cfg.replace(skip_forced=False), seed=seed)
+    policy = np.random.default_rng(policy_seed)
+    forced_prefix(full)
+    for _ in range(100_000):
+        a, b = skip.snapshot(), full.snapshot()
+        del a["config"], b["config"]
+        assert a == b  # same position, same history (forced moves recorded), same RNG
+        if skip.game_over:
+            break
+        legal = skip.legal_actions()
+        assert len(legal) > 1, "skip_forced asked a forced decision"
+        assert full.legal_actions() == legal
+        action = int(policy.choice(legal))
+        skip.step(action)
+        full.step(action)
+        forced_prefix(full)
+    assert full.game_over and skip.scores == full.scores and skip.winners == full.winners
+
+
+def rules_state(snapshot: dict) -> dict:
+    """A snapshot without its physical layout: everything the rules and observations depend on.
+
+    The layout (`arms`, and `foot_arm`, which only means something while a foot is pending) is
+    checked separately by the fixed-point and layout tests below.
+    """
+    out = dict(snapshot)
+    out.pop("arms", None)
+    out.pop("foot_arm", None)
+    return out
+
+
+def play_to(engine: Engine, policy: np.random.Generator, steps: int) -> None:
+    for _ in range(steps):
+        if engine.game_over:
+            return
+        engine.step(int(policy.choice(engine.legal_actions())))
+
+
+def restored_copy(engine: Engine, seed: int) -> Engine:
+    """A fresh engine (another game) restored from `engine`'s snapshot via JSON text."""
+    other = Engine(engine.config, seed=seed)
+    other.restore(json.loads(json.dumps(engine.snapshot())))
+    return other
+
+
+def lockstep(a: Engine, b: Engine, policy: np.random.Generator, encoder: Encoder) -> None:
+    """Play both engines with the same actions to the end; everything observable must agree."""
+    n = a.config.num_players
+    for _ in range(1_000_000):
+        assert a.current == b.current and a.round == b.round and a.game_over == b.game_over
+        for seat in range(n):
+            np.testing.assert_array_equal(encoder.observe(a, seat), encoder.observe(b, seat))
+        mask = a.legal_action_mask()
+        np.testing.assert_array_equal(mask, b.legal_action_mask())
+        if a.game_over:
+            break
+        round_before = a.round
+        action = int(policy.choice(np.flatnonzero(mask)))
+        assert a.step(action) == b.step(action)
+        if a.round != round_before:  # a later round's deal must be the same
+            assert a.snapshot()["hands"] == b.snapshot()["hands"]
+            assert a.snapshot()["boneyard"] == b.snapshot()["boneyard"]
+    assert rules_state(a.snapshot()) == rules_state(b.snapshot())
+
+
+@settings(FUZZ, max_examples=40)
+@given(cfg=configs(), seed=seeds, policy_seed=seeds, cut=st.floats(0, 1))
+def test_snapshot_json_restore_continues_identically(cfg, seed, policy_seed, cut):
+    original = Engine(cfg, seed=seed)
+    # Play to a random point of the game (a clone measures its length first).
+    probe = original.clone()
+    play_to(probe, np.random.default_rng(policy_seed), 1_000_000)
+    length = len(probe.history)
+    policy = np.random.default_rng(policy_seed)
+    play_to(original, policy, int(cut * length))
+    restored = restored_copy(original, seed=seed + 1)
+    assert rules_state(restored.snapshot()) == rules_state(original.snapshot())
+    lockstep(original, restored, policy, Encoder(cfg))
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+def test_restored_game_lays_tiles_where_the_original_does(players):
+    """The physical layout (which arm each tile goes to, shown by render and the play CLI) must
+    continue identically too: `restore` promises an exact continuation. Deterministic seeds, cut
+    mid-round, where several open ends often share a value."""
+    cfg = ChickenFootConfig(max_pips=6, num_players=players, num_rounds=2)
+    for seed in range(15):
+        original = Engine(cfg, seed=seed)
+        policy = np.random.default_rng(seed)
+        play_to(original, policy, 12 + seed)
+        restored = restored_copy(original, seed=seed + 1)
+        while not original.game_over:
+            assert render_text(original) == render_text(restored), f"seed {seed}"
+            action = int(policy.choice(original.legal_actions()))
+            original.step(action)
+            restored.step(action)
+            assert original.snapshot()["arms"] == restored.snapshot()["arms"], f"seed {seed}"
+
+
+@settings(FUZZ, max_examples=30)
+@given(cfg=configs(round_cap=2), seed=seeds, policy_seed=seeds, steps=st.integers(0, 2000))
+def test_snapshot_restore_snapshot_is_a_fixed_point(cfg, seed, policy_seed, steps):
+    """restore(snapshot(x)) snapshots to exactly snapshot(x): state can be hashed and compared."""
+    engine = Engine(cfg, seed=seed)
+    play_to(engine, np.random.default_rng(policy_seed), steps)
+    text = json.dumps(engine.snapshot(), sort_keys=True)
+    other = Engine(cfg, seed=seed + 1)
+    other.restore(json.loads(text))
+    assert json.dumps(other.snapshot(), sort_keys=True) == text
+
+
+@settings(FUZZ, max_examples=25)
+@given(
+    cfg=configs(round_cap=2),
+    seed=seeds,
+    policy_seed=seeds,
+    steps=st.integers(0, 400),
+)
+def test_env_snapshot_restore_continues_identically(cfg, seed, policy_seed, steps):
+    kwargs = cfg.to_dict()
+    first, second = cf_env.env(**kwargs), cf_env.env(**kwargs)
+    first.reset(seed=seed)
+    second.reset(seed=seed + 1)
+    policy = np.random.default_rng(policy_seed)
+
+    def act(env):
+        obs, _, term, trunc, _ = env.last()
+        return None if term or trunc else int(policy.choice(np.flatnonzero(obs["action_mask"])))
+
+    for _ in range(steps):
+        if not first.agents or first.unwrapped.engine.game_over:
+            break
+        first.step(act(first))
+    second.unwrapped.restore(json.loads(json.dumps(first.unwrapped.snapshot())))
+    for game in range(2):  # this game to its end, then the next game from the restored seeder
+        for _ in range(1_000_000):
+            assert first.agent_selection == second.agent_selection
+            assert first.agents == second.agents
+            for agent in first.possible_agents:
+                a, b = first.observe(agent), second.observe(agent)
+                np.testing.assert_array_equal(a["observation"], b["observation"])
+                np.testing.assert_array_equal(a["action_mask"], b["action_mask"])
+            np.testing.assert_array_equal(first.unwrapped.state(), second.unwrapped.state())
+            if not first.agents:
+                break
+            action = act(first)
+            first.step(action)
+            second.step(action)
+            assert first.unwrapped.rewards == second.unwrapped.rewards
+            assert first.terminations == second.terminations
+            assert first.truncations == second.truncations
+        if game == 0:
+            first.reset()
+            second.reset()
+
+
+@settings(FUZZ, max_examples=30)
+@given(cfg=configs(round_cap=3), seed=seeds, policy_seed=seeds)
+def test_env_rewards_follow_round_points(cfg, seed, policy_seed):
+    """Rewards are the documented function of the engine's round points and winners."""
+    env = cf_env.env(**cfg.to_dict())
+    env.reset(seed=seed)
+    raw = env.unwrapped
+    policy = np.random.default_rng(policy_seed)
+    # AEC accounting: an agent's return is the sum of the rewards `last()` hands it at each of
+    # its turns, including the final (dead) one.
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    scale = cfg.points_scale
+    while env.agents:
+        obs, reward, term, trunc, _ = env.last()
+        totals[env.agent_selection] += reward
+        if term or trunc:
+            env.step(None)
+            continue
+        rounds_before = len(raw.engine.scores[0])
+        env.step(int(policy.choice(np.flatnonzero(obs["action_mask"]))))
+        if len(raw.engine.scores[0]) > rounds_before and cfg.reward_mode == "zero_sum":
+            assert abs(sum(raw.rewards.values())) < 1e-9
+    scores = raw.engine.scores
+    assert len(scores[0]) == cfg.num_rounds
+    n = cfg.num_players
+    for seat, agent in enumerate(env.possible_agents):
+        own = sum(scores[seat])
+        if cfg.reward_mode == "score":
+            expected = -own / scale
+        elif cfg.reward_mode == "zero_sum":
+            others = sum(sum(scores[s]) for s in range(n) if s != seat)
+            expected = (others / (n - 1) - own) / scale
+        else:
+            expected = 1.0 if seat in raw.engine.winners else -1.0
+        assert totals[agent] == pytest.approx(expected, abs=1e-9)
