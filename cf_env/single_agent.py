@@ -1,7 +1,7 @@
 """The learner's view: a single-agent `gymnasium.Env` in which the other seats play inside `step`.
 
     import gymnasium as gym
-    import cf_env.single_agent  # registers the id (cf_env's __init__ does this too)
+    import cf_env  # registers the id (cf_env/__init__.py)
     env = gym.make("cf_env/ChickenFoot-v0", opponents=["greedy"], episode="round")
     obs, info = env.reset(seed=0)
     action = int(np.flatnonzero(env.unwrapped.action_masks())[0])
@@ -302,11 +302,3 @@ def make_env(**kwargs) -> ChickenFootSingleAgentEnv:
     """Entry point for `gymnasium.make(ENV_ID, **kwargs)`."""
     return ChickenFootSingleAgentEnv(**kwargs)
 
-
-def register() -> None:
-    """Register `cf_env/ChickenFoot-v0` with gymnasium (idempotent)."""
-    if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="cf_env.single_agent:make_env")
-
-
-register()

@@ -1,0 +1,89 @@
+"""The self-play opponent pool: baseline bots plus frozen past snapshots of the learner.
+
+Each opponent seat of a new game draws independently: a bot spec with its configured weight, or
+one of the most recent `max_snapshots` snapshots, which share `snapshot_weight` evenly. Training
+adds a snapshot every `opponents.snapshot_every` learner steps (`add_snapshot`, reached in every
+env through `VecEnv.env_method("call_opponents", "add_snapshot", path)`). Snapshots play through
+the numpy actor (`training.checkpoints.NumpyPolicy`), so they cost little more than a bot.
+
+The pool is picklable (specs and paths only; policies are built lazily inside each env process)
+and implements `cf_env.single_agent.OpponentSampler`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from cf_env import ChickenFootConfig
+from cf_env.policies import Policy, load_policy
+
+from .checkpoints import load_ppo_policy
+
+
+class OpponentPool:
+    def __init__(
+        self,
+        config: ChickenFootConfig,
+        bots: Mapping[str, float],
+        snapshot_weight: float = 0.0,
+        max_snapshots: int = 8,
+        snapshots: Sequence[str] = (),
+        snapshot_greedy: bool = False,
+    ):
+        self.config = config
+        self.bots = {str(k): float(v) for k, v in bots.items() if v > 0}
+        self.snapshot_weight = float(snapshot_weight)
+        self.max_snapshots = int(max_snapshots)
+        self.snapshot_greedy = bool(snapshot_greedy)
+        self.snapshots: list[str] = []
+        for path in snapshots:
+            self.add_snapshot(path)
+        if not self.bots and not self.snapshots:
+            raise ValueError("the opponent pool needs at least one bot with a positive weight")
+        self._built: dict[tuple[int, str], Policy] = {}
+
+    def add_snapshot(self, path: str) -> int:
+        """Add a frozen learner (a checkpoint directory); returns the pool's snapshot count."""
+        self.snapshots.append(str(path))
+        del self.snapshots[: -self.max_snapshots]
+        return len(self.snapshots)
+
+    def entries(self) -> tuple[list[str], np.ndarray]:
+        """The pool's current members (bot specs, `snapshot:<path>`) and their probabilities."""
+        names = list(self.bots)
+        weights = list(self.bots.values())
+        if self.snapshots and self.snapshot_weight > 0:
+            share = self.snapshot_weight / len(self.snapshots)
+            names += [f"snapshot:{p}" for p in self.snapshots]
+            weights += [share] * len(self.snapshots)
+        probs = np.asarray(weights, dtype=np.float64)
+        return names, probs / probs.sum()
+
+    def sample(self, rng: np.random.Generator, num: int) -> list[Policy]:
+        names, probs = self.entries()
+        out = []
+        for slot in range(num):
+            name = names[int(rng.choice(len(names), p=probs))]
+            key = (slot, name)
+            if key not in self._built:
+                seed = int(rng.integers(2**31))
+                if name.startswith("snapshot:"):
+                    self._built[key] = load_ppo_policy(
+                        name[len("snapshot:"):], config=self.config, seed=seed,
+                        deterministic=self.snapshot_greedy,
+                    )
+                else:
+                    self._built[key] = load_policy(name, self.config, seed=seed)
+            out.append(self._built[key])
+        if len(self._built) > 4 * (len(self.bots) + self.max_snapshots) * max(num, 1):
+            # Snapshots that left the pool: drop their policies (memory stays bounded).
+            live = set(names)
+            self._built = {k: v for k, v in self._built.items() if k[1] in live}
+        return out
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_built"] = {}
+        return state
