@@ -142,6 +142,12 @@ def _coerce(value, kind, where: str):
         origin = typing.get_origin(kind)
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if kind is float and isinstance(value, str):
+        # YAML 1.1 reads "1e-4" (no dot) as a string; it is meant as a number.
+        try:
+            return float(value)
+        except ValueError:
+            pass
     expected = origin or kind
     if expected is int and isinstance(value, bool):
         raise ValueError(f"{where} must be an int; got {value!r}")

@@ -143,6 +143,7 @@ def _callbacks(config: TrainConfig, run_dir: Path, rules: ChickenFootConfig, sta
             super().__init__()
             self.wins: list[float] = []
             self.best = _best_so_far(run_dir)
+            self.last_eval = -1
             self.next_ckpt = self.next_snap = self.next_eval = 0
 
         def _on_training_start(self) -> None:
@@ -183,6 +184,7 @@ def _callbacks(config: TrainConfig, run_dir: Path, rules: ChickenFootConfig, sta
 
         def _evaluate(self) -> None:
             target = save(self.model, run_dir, rules, config, started)
+            self.last_eval = self.num_timesteps
             metrics = evaluate_checkpoint(target, rules, config, self.num_timesteps)
             if metrics is None:
                 return
@@ -328,7 +330,7 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False, argv: lis
         venv.close()
         raise
     final = save(model, run_dir, rules, config, started)
-    if config.eval.every_steps:
+    if config.eval.every_steps and getattr(callback, "last_eval", -1) != model.num_timesteps:
         metrics = evaluate_checkpoint(final, rules, config, model.num_timesteps)
         if metrics:
             best = metrics.get(f"win_rate_vs_{config.eval.best_metric}", -1.0)

@@ -1,0 +1,173 @@
+"""The learner's single-agent view (`cf_env.single_agent`): its own observation and reward only,
+legal masks, the env checkers, seeding, and clear errors."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+from cf_env import ChickenFootConfig, IllegalActionError
+from cf_env.rewards import round_rewards
+from cf_env.single_agent import ENV_ID, ChickenFootSingleAgentEnv
+
+
+def _play(env, seed: int, episodes: int, check):
+    """Random legal learner actions; `check(env, obs, reward, terminated, info)` after each step."""
+    rng = np.random.default_rng(seed)
+    obs, info = env.reset(seed=seed)
+    done = 0
+    while done < episodes:
+        mask = env.action_masks()
+        obs, reward, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        assert not truncated
+        check(env, obs, reward, terminated, info)
+        if terminated:
+            done += 1
+            obs, info = env.reset()
+
+
+def test_env_checkers_pass():
+    # The checkers step with unmasked random actions: illegal_action="penalize" lets them.
+    gym_check_env(gym.make(ENV_ID, opponents=["greedy"], illegal_action="penalize").unwrapped)
+    sb3_check_env(ChickenFootSingleAgentEnv(opponents=["random"], illegal_action="penalize"))
+    sb3_check_env(ChickenFootSingleAgentEnv(
+        opponents=["greedy"], episode="game", num_rounds=2, illegal_action="penalize"))
+
+
+@pytest.mark.parametrize("episode", ["round", "game"])
+def test_observation_is_the_learners_own(episode):
+    env = ChickenFootSingleAgentEnv(opponents=["greedy", "random"], episode=episode, num_rounds=3)
+    hand = env.encoder.layout.slices["hand"]
+
+    def check(env, obs, reward, terminated, info):
+        engine = env.engine
+        assert info["learner_seat"] == env.learner
+        np.testing.assert_array_equal(obs, env.encoder.observe(engine, env.learner))
+        # The hand piece is the learner's hand, never the seat that happens to act.
+        np.testing.assert_array_equal(obs[hand], engine.hands[env.learner])
+        if not terminated:
+            assert engine.current == env.learner
+
+    _play(env, seed=1, episodes=12, check=check)
+
+
+def test_round_episode_reward_is_the_learners_zero_sum():
+    cfg = ChickenFootConfig(num_rounds=4)
+    env = ChickenFootSingleAgentEnv(cfg, opponents=["greedy"], episode="round")
+    returns = {"sum": 0.0, "differs": 0}
+
+    def check(env, obs, reward, terminated, info):
+        returns["sum"] += reward
+        if not terminated:
+            assert reward == 0.0  # zero_sum pays only when a round ends
+            return
+        engine = env.engine
+        # The round that just ended is the last one scored.
+        points = [engine.scores[s][-1] for s in range(cfg.num_players)]
+        assert info["round_points"] == points[env.learner]
+        expected = round_rewards(cfg, points)
+        assert returns["sum"] == pytest.approx(expected[env.learner])
+        if any(abs(r - expected[env.learner]) > 1e-9 for r in expected):
+            returns["differs"] += 1
+        low = min(points)
+        winners = [s for s, p in enumerate(points) if p == low]
+        assert info["win"] == (1 / len(winners) if env.learner in winners else 0.0)
+        returns["sum"] = 0.0
+
+    _play(env, seed=3, episodes=30, check=check)
+    assert returns["differs"] > 10  # the test would catch an opponent's reward returned instead
+
+
+def test_game_episode_return_sums_the_learners_rounds():
+    cfg = ChickenFootConfig(num_rounds=3)
+    env = ChickenFootSingleAgentEnv(cfg, opponents=["random"], episode="game")
+    total = {"r": 0.0}
+
+    def check(env, obs, reward, terminated, info):
+        total["r"] += reward
+        if terminated:
+            engine = env.engine
+            assert engine.game_over
+            expected = sum(
+                round_rewards(cfg, [engine.scores[s][r] for s in range(cfg.num_players)])[env.learner]
+                for r in range(cfg.num_rounds)
+            )
+            assert total["r"] == pytest.approx(expected)
+            assert info["game_total"] == engine.totals()[env.learner]
+            assert info["win"] > 0 or env.learner not in engine.winners
+            total["r"] = 0.0
+
+    _play(env, seed=5, episodes=6, check=check)
+
+
+def test_masks_are_legal_real_choices_and_seats_rotate():
+    env = ChickenFootSingleAgentEnv(opponents=["heuristic", "random"], num_rounds=2)
+    seats = set()
+
+    def check(env, obs, reward, terminated, info):
+        seats.add(env.learner)
+        mask = env.action_masks()
+        if terminated:
+            return
+        assert mask.dtype == bool
+        np.testing.assert_array_equal(mask, env.engine.legal_action_mask().astype(bool))
+        assert mask.sum() >= 2  # forced learner moves are taken by the adapter
+        assert env.observation_space.contains(obs)
+
+    _play(env, seed=7, episodes=40, check=check)
+    assert seats == {0, 1, 2, 3}
+
+
+def test_masks_are_served_through_vec_envs():
+    from sb3_contrib.common.maskable.utils import get_action_masks
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    vec = SubprocVecEnv([lambda: ChickenFootSingleAgentEnv(opponents=["greedy"])] * 2)
+    try:
+        vec.seed(0)
+        vec.reset()
+        masks = get_action_masks(vec)
+        engines_masks = vec.env_method("action_masks")
+        np.testing.assert_array_equal(masks, np.stack(engines_masks))
+        assert masks.shape == (2, ChickenFootConfig().num_actions) and masks.any(axis=1).all()
+    finally:
+        vec.close()
+
+
+def test_same_seed_same_episodes():
+    def trajectory(seed):
+        env = ChickenFootSingleAgentEnv(opponents=["random", "greedy"], num_rounds=2)
+        out = []
+        _play(env, seed, 8, lambda e, o, r, t, i: out.append((o.tobytes(), r, t)))
+        return out
+
+    assert trajectory(11) == trajectory(11)
+    assert trajectory(11) != trajectory(12)
+
+
+def test_illegal_action_raises_or_penalizes():
+    env = ChickenFootSingleAgentEnv(opponents=["random"])
+    env.reset(seed=0)
+    illegal = int(np.flatnonzero(~env.action_masks())[0])
+    with pytest.raises(IllegalActionError):
+        env.step(illegal)
+    env = ChickenFootSingleAgentEnv(opponents=["random"], illegal_action="penalize")
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step(illegal)
+    assert (reward, terminated, info["illegal_action"]) == (-1.0, True, True)
+
+
+def test_bad_settings_raise_clear_errors():
+    with pytest.raises(ValueError, match="episode='game'"):
+        ChickenFootSingleAgentEnv(reward_mode="win")
+    with pytest.raises(ValueError, match="learner_skip_forced"):
+        ChickenFootSingleAgentEnv(skip_forced=True)
+    with pytest.raises(ValueError, match="episode must be one of"):
+        ChickenFootSingleAgentEnv(episode="hand")
+    with pytest.raises(ValueError, match="unknown policy spec"):
+        ChickenFootSingleAgentEnv(opponents=["nonesuch"]).reset(seed=0)
+    with pytest.raises(ValueError, match="non-empty list"):
+        ChickenFootSingleAgentEnv(opponents="greedy")
