@@ -1,0 +1,91 @@
+"""`python -m training.plot <run-dir>`: the learning curve of a run as a PNG.
+
+Plots the periodic evaluations the run logged to `evals.jsonl` (win rate against each opponent
+with its 95% interval, vs learner steps) and, from TensorBoard, the training-time win rate against
+the opponent pool. Parity (1 / players) is drawn as a dashed line.
+
+    python -m training.plot runs/ppo-4p-d9 --out checkpoints/ppo-4p-d9/learning_curve.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+
+def load_evals(run_dir: Path) -> dict[str, list[dict]]:
+    by_opponent: dict[str, list[dict]] = defaultdict(list)
+    path = run_dir / "evals.jsonl"
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                entry = json.loads(line)
+                by_opponent[entry["opponent"]].append(entry)
+    for entries in by_opponent.values():
+        entries.sort(key=lambda e: e["steps"])
+    return dict(by_opponent)
+
+
+def load_training_win_rate(run_dir: Path) -> list[tuple[int, float]]:
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    except ImportError:
+        return []
+    points: dict[int, float] = {}
+    for folder in sorted((run_dir / "tb").glob("*")):
+        acc = EventAccumulator(str(folder))
+        acc.Reload()
+        if "rollout/win_rate" in acc.Tags().get("scalars", []):
+            points.update({s.step: s.value for s in acc.Scalars("rollout/win_rate")})
+    return sorted(points.items())
+
+
+def plot_run(run_dir: str | Path, out: str | Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    run_dir, out = Path(run_dir), Path(out)
+    evals = load_evals(run_dir)
+    info = json.loads((run_dir / "run.json").read_text())
+    players = info["env_config"]["num_players"]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for opponent, entries in evals.items():
+        steps = [e["steps"] for e in entries]
+        mean = [e["win_rate"]["mean"] for e in entries]
+        ax.plot(steps, mean, marker="o", ms=3, label=f"vs 3× {opponent} (eval)")
+        ax.fill_between(steps, [e["win_rate"]["ci_low"] for e in entries],
+                        [e["win_rate"]["ci_high"] for e in entries], alpha=0.2)
+    training = load_training_win_rate(run_dir)
+    if training:
+        steps, values = zip(*training)
+        ax.plot(steps, values, color="grey", lw=0.8, alpha=0.7, label="vs opponent pool (training)")
+    ax.axhline(1 / players, color="black", ls="--", lw=1, label=f"parity ({1 / players:.0%})")
+    kind = "single rounds" if any(e[0]["single_round"] for e in evals.values()) else "games"
+    ax.set_xlabel("learner steps")
+    ax.set_ylabel(f"win rate ({kind}, ties split)")
+    ax.set_title(f"{run_dir.name}: win rate vs steps (95% CI over duplicate deals)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def main(argv: list[str] | None = None) -> Path:
+    parser = argparse.ArgumentParser(prog="python -m training.plot", description=__doc__.split("\n")[0])
+    parser.add_argument("run_dir", help="a run directory written by python -m training.ppo")
+    parser.add_argument("--out", default=None, help="PNG path (default: <run_dir>/learning_curve.png)")
+    args = parser.parse_args(argv)
+    out = plot_run(args.run_dir, args.out or Path(args.run_dir) / "learning_curve.png")
+    print(f"wrote {out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
