@@ -161,12 +161,15 @@ def _callbacks(config: TrainConfig, run_dir: Path, rules: ChickenFootConfig, sta
             if steps >= self.next_snap:
                 self.next_snap += config.opponents.snapshot_every
                 self._snapshot()
-            if self.next_eval is not None and steps >= self.next_eval:
+            evaluate_now = self.next_eval is not None and steps >= self.next_eval
+            if evaluate_now:
                 self.next_eval += config.eval.every_steps
-                self._evaluate()
-            elif steps >= self.next_ckpt:
-                self.next_ckpt += config.checkpoint_every
-                save(self.model, run_dir, rules, config, started)
+                self._evaluate()  # writes the latest checkpoint first
+            if steps >= self.next_ckpt:
+                while self.next_ckpt <= steps:
+                    self.next_ckpt += config.checkpoint_every
+                if not evaluate_now:
+                    save(self.model, run_dir, rules, config, started)
             return True
 
         def _on_rollout_end(self) -> None:
