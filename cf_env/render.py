@@ -1,15 +1,85 @@
-"""Text pictures of a game: the table, hand sizes, scores, and (optionally) one player's hand."""
+"""Text pictures of a game: the table, hand sizes, scores, (optionally) one player's hand, and
+readable names for arms and moves.
+
+Arm labels are shared by every picture and by the play CLI: the spinner arms of the centre double
+are `A`, `B`, `C`, … in the order they were filled (R7), and the toes of a chicken foot (R9) that
+closes arm `B` are `B.1`, `B.2`, `B.3` in the order they were played (so `B.2.1` is a toe of a
+foot on toe `B.2`).
+"""
 
 from __future__ import annotations
+
+from .actions import DRAW, PASS, decode
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def tile_text(pair: tuple[int, int]) -> str:
     return f"{pair[0]}|{pair[1]}"
 
 
+def _spinner_label(index: int) -> str:
+    # Only a snapshot restored without its layout has more than 26 centre arms.
+    return _LETTERS[index] if index < len(_LETTERS) else f"Z{index - len(_LETTERS) + 1}"
+
+
+def arm_labels(engine) -> list[str]:
+    """A label per `engine.arms` entry: "A".. for spinner arms, "<parent>.<k>" for toes."""
+    labels: list[str] = []
+    spinner = 0
+    toes: dict[int, int] = {}
+    for arm in engine.arms:
+        if arm.parent < 0:
+            labels.append(_spinner_label(spinner))
+            spinner += 1
+        else:
+            toes[arm.parent] = toes.get(arm.parent, 0) + 1
+            labels.append(f"{labels[arm.parent]}.{toes[arm.parent]}")
+    return labels
+
+
+def move_name(engine, action: int, labels: list[str] | None = None) -> str:
+    """A readable name for one of the acting seat's legal actions, saying where the tile goes.
+
+    "play 9|4 as toe 2 of 3 on the 9|9 chicken foot", "play 9|3 on an empty spinner arm of the
+    9|9 (arm C)", "play 3|5 on the 3 end of arm B.1", "draw from the boneyard (12 left)", "pass".
+    The place follows the engine (R6: the oldest open end of that value).
+    """
+    tables = engine.tables
+    move = decode(tables, action)
+    if move.kind == DRAW:
+        return f"draw from the boneyard ({len(engine.boneyard)} left)"
+    if move.kind == PASS:
+        return "pass (keep the drawn tile)" if engine.drawn_tile >= 0 else "pass"
+    labels = arm_labels(engine) if labels is None else labels
+    tile = f"{move.attached}|{move.free_end}"
+    foot = "  -- chicken foot!" if tables.is_double[move.tile] else ""
+    if engine.foot_value >= 0:  # R9: a toe on the pending foot
+        done = sum(1 for arm in engine.arms if arm.parent == engine.foot_arm)
+        on = labels[engine.foot_arm] if 0 <= engine.foot_arm < len(labels) else "?"
+        value = engine.foot_value
+        return (
+            f"play {tile} as toe {done + 1} of {engine.config.toes} on the {value}|{value} "
+            f"chicken foot (arm {on}.{done + 1})"
+        )
+    if engine.spinner_empty > 0:  # R7: an empty arm of the centre double
+        new = _spinner_label(sum(1 for arm in engine.arms if arm.parent < 0))
+        return (
+            f"play {tile} on an empty spinner arm of the {engine.center}|{engine.center} "
+            f"(arm {new}){foot}"
+        )
+    arms = getattr(engine, "tip_arms", None)
+    if arms and arms[move.attached]:
+        index = arms[move.attached][0]
+        kind = "toe" if engine.arms[index].parent >= 0 else "arm"
+        return f"play {tile} on the {move.attached} end of {kind} {labels[index]}{foot}"
+    return f"play {tile} on a {move.attached}{foot}"
+
+
 def render_text(engine, viewer: int | None = None) -> str:
     """The table as text. `viewer` is the seat whose hand is shown; None shows no hand."""
     cfg, tables = engine.config, engine.tables
+    labels = arm_labels(engine)
     lines = [
         f"round {engine.round + 1}/{cfg.num_rounds}  centre {engine.center}|{engine.center}"
         f"  boneyard {len(engine.boneyard)}"
@@ -19,10 +89,10 @@ def render_text(engine, viewer: int | None = None) -> str:
         if arm.parent == -1:
             root = "centre"
         else:
-            root = f"foot on arm {arm.parent}"
+            root = f"foot on arm {labels[arm.parent]}"
         chain = " ".join(f"[{a}|{tables.other_end(t, a)}]" for t, a in arm.tiles) or "(no tiles)"
         tip = "closed (foot)" if arm.tip < 0 and arm.tiles else f"open {arm.tip}"
-        lines.append(f"  arm {index} from {root}: {chain}  -> {tip}")
+        lines.append(f"  arm {labels[index]} from {root}: {chain}  -> {tip}")
     if engine.spinner_empty:
         lines.append(f"  empty spinner arms: {engine.spinner_empty} (R7: fill these first)")
     if engine.foot_value >= 0:

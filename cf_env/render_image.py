@@ -1,0 +1,666 @@
+"""Pictures of the table (`render_mode="rgb_array"`): `render_rgb(engine, viewer)` draws it with
+Pillow and returns an ``H×W×3 uint8`` array; `render_image` returns the `PIL.Image`.
+
+What is drawn: the start double in the middle with its spinner arms (a cross for 4 arms, a star
+for 6; R7), every arm's tiles with their pips, each chicken foot (R9) as a double laid crosswise
+with its toes fanning away from the centre, empty spinner arms and owed toes as dashed slots, open
+ends outlined in orange, a pending foot in red, the last tile played in blue; beside the table
+the round, whose turn it is, the boneyard size, every player's hand size and score, and — only
+for `viewer` — that player's hand. Arm labels (A, B, B.2, …) are those of `render.arm_labels`.
+
+Layout. The table is a tree: spinner arms start at the centre double; an arm that ends in a
+chicken-foot double has its toes as children. Every arm is a straight ray *from the centre* and
+every subtree owns an angular range (the spinner arms split the full turn evenly, a foot splits
+its arm's range among its toes). A tile at radius r needs an angle of about its width / r, so a
+subtree fits its range once it starts far enough out; toes that do not fit are pushed outwards
+(and joined to their double by a thin line). Because every tile lies inside its own range, no two
+tiles overlap however long the arms grow. The whole layout is then scaled to the table area.
+
+The canvas size depends only on the config (bigger sets get a bigger table area), so every frame
+of a game has the same size (video recorders need that); tiles shrink only when a table would
+not fit at the largest tile size. Pips are dots up to double-9 while tiles are large enough, and
+coloured digits otherwise. Only Pillow's bundled default font is used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from .actions import PLAY, decode
+from .render import arm_labels
+
+# Geometry in tile units: a tile is 1 long and HALF wide (each half a HALF×HALF square).
+HALF = 0.5
+GAP = 0.07  # between consecutive tiles of an arm
+SIDE_GAP = 0.18  # between neighbouring arms (room for the open-end glow)
+HUB = 0.62  # radius where spinner arms start (clears the corners of the centre double)
+TOE_LEAN = 0.6  # radians the outer toes of a foot lean away from their arm's direction
+
+MAX_TILE_PX = 64  # tile length in pixels when everything fits
+PANEL_PX = 330
+MARGIN_PX = 16
+
+BACKGROUND = (22, 92, 56)  # card-table green
+TABLE_LINE = (48, 122, 84)
+TILE = (250, 246, 232)
+TILE_EDGE = (40, 40, 40)
+TEXT = (240, 240, 240)
+DIM = (170, 200, 180)
+OPEN = (255, 166, 0)
+FOOT = (230, 40, 40)
+LAST = (60, 140, 255)
+CONNECT = (205, 225, 210)
+CENTRE = (212, 175, 55)  # the start double's gold rim
+
+# Pip colours per value, as real double-12+ sets colour their pips; 0 (blank) is never drawn.
+PIP_COLOURS = (
+    (120, 120, 120),
+    (30, 110, 200),
+    (30, 140, 60),
+    (200, 40, 40),
+    (120, 60, 20),
+    (20, 20, 20),
+    (220, 120, 0),
+    (140, 40, 160),
+    (0, 130, 130),
+    (40, 40, 120),
+    (170, 20, 90),
+    (90, 110, 20),
+    (200, 60, 150),
+    (70, 70, 70),
+    (0, 90, 160),
+    (150, 90, 0),
+    (100, 0, 0),
+    (0, 100, 60),
+    (80, 0, 140),
+)
+
+# Dot patterns on a 3×3 grid (column, row in -1..1), the usual domino faces.
+_GRID = [(c, r) for r in (-1, 0, 1) for c in (-1, 0, 1)]
+DOTS = {
+    0: [],
+    1: [(0, 0)],
+    2: [(-1, -1), (1, 1)],
+    3: [(-1, -1), (0, 0), (1, 1)],
+    4: [(-1, -1), (1, -1), (-1, 1), (1, 1)],
+    5: [(-1, -1), (1, -1), (0, 0), (-1, 1), (1, 1)],
+    6: [(-1, -1), (-1, 0), (-1, 1), (1, -1), (1, 0), (1, 1)],
+    7: [(-1, -1), (-1, 0), (-1, 1), (0, 0), (1, -1), (1, 0), (1, 1)],
+    8: [p for p in _GRID if p != (0, 0)],
+    9: _GRID,
+}
+
+
+@lru_cache(maxsize=64)
+def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+    size = max(6, int(size))
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1 (or no FreeType): the fixed bitmap font
+        return ImageFont.load_default()
+
+
+def canvas_size(config, scale: float = 1.0) -> tuple[int, int]:
+    """(width, height) in pixels of every picture of a game under `config`."""
+    table = _table_px(config, scale)
+    return table + int(PANEL_PX * scale), table
+
+
+def _table_px(config, scale: float) -> int:
+    # About 80 px per pip value of the set: 960 for double-9, 1440 for double-15.
+    return int(80 * (config.max_pips + 3) * scale)
+
+
+# ---------------------------------------------------------------------------------- layout
+@dataclass
+class _Node:
+    """An arm of the tree, or a dashed slot (an empty spinner arm, an owed toe, a bare end)."""
+
+    arm: int  # index into engine.arms; -1 for a slot
+    tiles: list[tuple[int, int]]  # (tile id, attached value), inner end first
+    foot: bool = False  # the last tile is a chicken-foot double (drawn crosswise)
+    slot: str = ""  # "spinner", "toe" or "end" for a slot
+    value: int = -1  # a slot's required value
+    children: list[_Node] = field(default_factory=list)
+
+
+@dataclass
+class _Item:
+    """One drawn rectangle in table units: centre, ray direction, extents along/across it."""
+
+    x: float
+    y: float
+    angle: float  # radians clockwise from north (image y grows downwards)
+    along: float
+    across: float
+    values: tuple[int, int] | None = None  # (inner, outer) halves; None for a slot
+    flags: frozenset[str] = frozenset()
+    label: str = ""
+
+    def corners(self) -> list[tuple[float, float]]:
+        ux, uy = math.sin(self.angle), -math.cos(self.angle)
+        vx, vy = -uy, ux
+        a, b = self.along / 2, self.across / 2
+        return [
+            (self.x + sx * a * ux + sy * b * vx, self.y + sx * a * uy + sy * b * vy)
+            for sx, sy in ((-1, -1), (1, -1), (1, 1), (-1, 1))
+        ]
+
+
+def _angle_needed(across: float, radius: float) -> float:
+    return 2 * math.atan((across + SIDE_GAP) / 2 / max(radius, 1e-6))
+
+
+def _pieces(node: _Node) -> list[tuple[float, float]]:
+    """(along, across) of each rectangle of an arm, inner first."""
+    if not node.tiles:
+        return [(1.0, HALF)]
+    pieces = [(1.0, HALF)] * len(node.tiles)
+    if node.foot:
+        pieces[-1] = (HALF, 1.0)  # R9: the double lies crosswise
+    return pieces
+
+
+def _need(node: _Node, r0: float) -> float:
+    """The angle the subtree needs when its first tile starts at radius r0 (packed tightly)."""
+    radius, need = r0, 0.0
+    for along, across in _pieces(node):
+        need = max(need, _angle_needed(across, radius))
+        radius += along + GAP
+    if node.children:
+        need = max(need, sum(_need(child, radius) for child in node.children))
+    return need
+
+
+class _Layout:
+    """Places every tile of the engine's table; see the module docstring for the method."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.items: list[_Item] = []
+        self.links: list[tuple[float, float, float, float]] = []
+        self.labels = arm_labels(engine)
+        self.last_tile = _last_played(engine)
+        self.roots = self._tree()
+        # The centre double, horizontal.
+        centre = engine.center
+        self.items.append(_Item(0.0, 0.0, 0.0, 1.0, HALF, (centre, centre), frozenset({"centre"})))
+        count = max(len(self.roots), 1)
+        width = 2 * math.pi / count
+        for index, root in enumerate(self.roots):
+            theta = index * width  # arm A points north, then clockwise: a cross or a star
+            self._place(root, HUB, theta - width / 2, theta + width / 2, theta, theta)
+
+    def _tree(self) -> list[_Node]:
+        engine, tables = self.engine, self.engine.tables
+        nodes = []
+        for index, arm in enumerate(engine.arms):
+            foot = bool(arm.tiles) and arm.tip < 0 and bool(tables.is_double[arm.tiles[-1][0]])
+            if arm.tiles:
+                nodes.append(_Node(index, list(arm.tiles), foot))
+            else:  # a bare open end (a snapshot restored without its layout)
+                nodes.append(_Node(index, [], slot="end", value=arm.tip))
+        roots = []
+        for index, arm in enumerate(engine.arms):
+            parent = arm.parent
+            (roots if parent < 0 else nodes[parent].children).append(nodes[index])
+        roots += [_Node(-1, [], slot="spinner", value=engine.center)] * engine.spinner_empty
+        if engine.foot_value >= 0 and 0 <= engine.foot_arm < len(nodes):
+            owed = [_Node(-1, [], slot="toe", value=engine.foot_value)] * engine.toes_left
+            nodes[engine.foot_arm].children += owed
+        for node in nodes:
+            node.children = _middle_out(node.children)
+        return roots
+
+    def _place(
+        self, node: _Node, r0: float, lo: float, hi: float, theta: float, direction: float
+    ) -> None:
+        """Lay `node` from polar (r0, theta) along `direction`, its subtree inside [lo, hi]."""
+        engine = self.engine
+        pieces = _pieces(node)
+        ux, uy = math.sin(direction), -math.cos(direction)
+        sx, sy = r0 * math.sin(theta), -r0 * math.cos(theta)
+        arm = engine.arms[node.arm] if node.arm >= 0 else None
+        label = self.labels[node.arm] if node.arm >= 0 else ""
+        run = 0.0
+        for k, (along, across) in enumerate(pieces):
+            x, y = sx + ux * (run + along / 2), sy + uy * (run + along / 2)
+            run += along + GAP
+            if not node.tiles:
+                flags = frozenset({node.slot, f"value:{node.value}"})
+                self.items.append(_Item(x, y, direction, along, across, None, flags, label))
+                continue
+            tile, attached = node.tiles[k]
+            values = (attached, engine.tables.other_end(tile, attached))
+            flags = set()
+            last = k == len(pieces) - 1
+            if last and arm is not None and arm.tip >= 0:
+                flags.add("open")
+            if last and node.foot:
+                flags.add("foot")
+                if engine.foot_value >= 0 and node.arm == engine.foot_arm:
+                    flags.add("pending")
+            if tile == self.last_tile:
+                flags.add("last")
+            self.items.append(
+                _Item(
+                    x,
+                    y,
+                    direction,
+                    along,
+                    across,
+                    values,
+                    frozenset(flags),
+                    label if k == 0 else "",
+                )
+            )
+        if not node.children:
+            return
+        # The toes start beyond the double's farthest corner (a leaning toe may dip inwards by
+        # half its width times sin(TOE_LEAN)), so nothing of the arm can touch them.
+        ex, ey = sx + ux * (run - GAP), sy + uy * (run - GAP)
+        reach = max(math.hypot(x, y) for x, y in self.items[-1].corners())
+        start = reach + GAP + HALF / 2 * math.sin(TOE_LEAN)
+        needs = [_need(child, start) for child in node.children]
+        while sum(needs) > (hi - lo) * 0.999:  # push the toes outwards until they fit
+            start *= 1.05
+            needs = [_need(child, start) for child in node.children]
+        # Each toe gets the angle it needs, packed around the double; whatever is left of the
+        # arm's range goes to the outermost toes, which lean out into it.
+        end_angle = math.atan2(ex, -ey)
+        end_angle += 2 * math.pi * round((theta - end_angle) / (2 * math.pi))
+        edges = [min(max(end_angle - sum(needs) / 2, lo), hi - sum(needs))]
+        for need in needs:
+            edges.append(edges[-1] + need)
+        edges[0], edges[-1] = lo, hi
+        count = len(node.children)
+        for k, child in enumerate(node.children):
+            a, b = edges[k], edges[k + 1]
+            # Start as close to the double as the child's own tiles allow (radially laid).
+            margin = _line_margin(child, start)
+            child_theta = min(max(end_angle, a + margin), b - margin)
+            # Fan: outer toes lean outwards as far as their range allows (the feet's look).
+            lean = TOE_LEAN * (2 * k / (count - 1) - 1) if count > 1 else 0.0
+            child_dir = child_theta
+            for factor in (1.0, 0.66, 0.33):
+                want = min(max(direction + lean * factor, a), b)
+                if _line_fits(child, start, child_theta, want, a, b):
+                    child_dir = want
+                    break
+            self._place(child, start, a, b, child_theta, child_dir)
+            cx, cy = math.sin(child_theta) * start, -math.cos(child_theta) * start
+            # The link leaves the double's side nearest the toe.
+            vx, vy = -uy, ux
+            side = max(-0.4, min(0.4, (cx - ex) * vx + (cy - ey) * vy))
+            lx, ly = ex + side * vx, ey + side * vy
+            if math.hypot(cx - lx, cy - ly) > 0.15:
+                self.links.append((lx, ly, cx, cy))
+
+
+def _line_margin(node: _Node, r0: float) -> float:
+    """Half the angle the arm's own tiles need when laid radially from radius r0."""
+    radius, margin = r0, 0.0
+    for along, across in _pieces(node):
+        margin = max(margin, _angle_needed(across, radius) / 2)
+        radius += along + GAP
+    return margin
+
+
+def _line_fits(
+    node: _Node, r0: float, theta: float, direction: float, lo: float, hi: float
+) -> bool:
+    """Whether the arm's own tiles, laid from (r0, theta) along `direction`, stay in [lo, hi]."""
+    ux, uy = math.sin(direction), -math.cos(direction)
+    sx, sy = r0 * math.sin(theta), -r0 * math.cos(theta)
+    run = 0.0
+    for along, across in _pieces(node):
+        for at in (run, run + along):  # both ends of the piece
+            x, y = sx + ux * at, sy + uy * at
+            radius, angle = math.hypot(x, y), math.atan2(x, -y)
+            # Compare angles on the branch of theta (ranges may cross the -pi/pi seam).
+            angle += 2 * math.pi * round((theta - angle) / (2 * math.pi))
+            half = _angle_needed(across, radius) / 2
+            if not lo + half <= angle <= hi - half:
+                return False
+        run += along + GAP
+    return True
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A placed rectangle of the picture, in tile units (a tile is 1 long, 0.5 wide).
+
+    `values` are the (inner, outer) halves of a tile, None for a dashed slot; `flags` name what
+    it is ("centre", "open", "foot", "pending", "last"; slots: "spinner", "toe", "end").
+    """
+
+    corners: tuple[tuple[float, float], ...]
+    angle: float
+    values: tuple[int, int] | None
+    flags: frozenset[str]
+    label: str
+
+
+def table_layout(engine) -> list[Piece]:
+    """Where the picture puts every tile and slot (for tests and tools; no drawing)."""
+    return [
+        Piece(tuple(item.corners()), item.angle, item.values, item.flags, item.label)
+        for item in _Layout(engine).items
+    ]
+
+
+def _middle_out(children: list[_Node]) -> list[_Node]:
+    """Toes in angular order, the first played in the middle, the next alternating sides."""
+    order: list[_Node] = []
+    for k, child in enumerate(children):
+        if k % 2:
+            order.insert(0, child)
+        else:
+            order.append(child)
+    return order
+
+
+def _last_played(engine) -> int:
+    """The tile the last action of this round put on the table, or -1."""
+    if not engine.history:
+        return -1
+    rnd, _seat, action = engine.history[-1]
+    if rnd != engine.round:
+        return -1
+    move = decode(engine.tables, action)
+    return move.tile if move.kind == PLAY else -1
+
+
+# --------------------------------------------------------------------------------- drawing
+class _Painter:
+    def __init__(self, draw: ImageDraw.ImageDraw, px: float, ox: float, oy: float, max_pips: int):
+        self.draw, self.px, self.ox, self.oy = draw, px, ox, oy
+        self.dots = max_pips <= 9 and px * HALF >= 18
+        self.digit_font = _font(px * HALF * 0.62)
+        self.label_font = _font(max(10, px * 0.24))
+        self.line = max(1, round(px / 40))
+
+    def pt(self, x: float, y: float) -> tuple[float, float]:
+        return (self.ox + x * self.px, self.oy + y * self.px)
+
+    def poly(self, points, **kw) -> None:
+        self.draw.polygon([self.pt(x, y) for x, y in points], **kw)
+
+    def halo(self, item: _Item, colour, grow: float) -> None:
+        bigger = _Item(item.x, item.y, item.angle, item.along + grow, item.across + grow)
+        self.poly(bigger.corners(), fill=colour)
+
+    def tile(self, item: _Item) -> None:
+        flags = item.flags
+        if "centre" in flags:
+            self.halo(item, CENTRE, 0.24)
+        if "pending" in flags:
+            self.halo(item, FOOT, 0.22)
+        elif "open" in flags:
+            # Only the open half glows: shift a half-sized halo to the outer end.
+            ux, uy = math.sin(item.angle), -math.cos(item.angle)
+            off = item.along / 4
+            outer = _Item(
+                item.x + ux * off, item.y + uy * off, item.angle, item.along / 2, item.across
+            )
+            self.halo(outer, OPEN, 0.16)
+        if "last" in flags:
+            self.halo(item, LAST, 0.12)
+        self.poly(item.corners(), fill=TILE, outline=TILE_EDGE, width=self.line)
+        ux, uy = math.sin(item.angle), -math.cos(item.angle)
+        vx, vy = -uy, ux
+        if item.along >= item.across:  # halves inner/outer along the ray
+            a = item.along / 4
+            halves = [(-a * ux, -a * uy), (a * ux, a * uy)]
+            div = [(-item.across / 2, 0.0), (item.across / 2, 0.0)]
+            d0 = (item.x + div[0][0] * vx, item.y + div[0][0] * vy)
+            d1 = (item.x + div[1][0] * vx, item.y + div[1][0] * vy)
+        else:  # a crosswise double: halves side by side across the ray
+            b = item.across / 4
+            halves = [(-b * vx, -b * vy), (b * vx, b * vy)]
+            d0 = (item.x - item.along / 2 * ux, item.y - item.along / 2 * uy)
+            d1 = (item.x + item.along / 2 * ux, item.y + item.along / 2 * uy)
+        inset = 0.06
+        d0 = (d0[0] + (item.x - d0[0]) * inset * 2, d0[1] + (item.y - d0[1]) * inset * 2)
+        d1 = (d1[0] + (item.x - d1[0]) * inset * 2, d1[1] + (item.y - d1[1]) * inset * 2)
+        self.draw.line([self.pt(*d0), self.pt(*d1)], fill=TILE_EDGE, width=self.line)
+        assert item.values is not None
+        for (dx, dy), value in zip(halves, item.values):
+            self.pips(item.x + dx, item.y + dy, item.angle, value)
+
+    def pips(self, x: float, y: float, angle: float, value: int) -> None:
+        colour = PIP_COLOURS[value % len(PIP_COLOURS)]
+        if self.dots:
+            ux, uy = math.sin(angle), -math.cos(angle)
+            vx, vy = -uy, ux
+            step = HALF * 0.29
+            radius = max(1.5, self.px * HALF * 0.085)
+            for c, r in DOTS[value]:
+                px, py = self.pt(x + step * (c * vx + r * ux), y + step * (c * vy + r * uy))
+                self.draw.ellipse([px - radius, py - radius, px + radius, py + radius], fill=colour)
+        elif value:
+            self.draw.text(
+                self.pt(x, y), str(value), fill=colour, font=self.digit_font, anchor="mm"
+            )
+
+    def slot(self, item: _Item) -> None:
+        kind = next((f for f in ("toe", "spinner", "end") if f in item.flags), "end")
+        value = next(int(f[6:]) for f in item.flags if f.startswith("value:"))
+        colour = FOOT if kind == "toe" else OPEN
+        corners = [self.pt(x, y) for x, y in item.corners()]
+        for (x0, y0), (x1, y1) in zip(corners, corners[1:] + corners[:1]):
+            self._dashed(x0, y0, x1, y1, colour)
+        cx, cy = self.pt(item.x, item.y)
+        self.draw.text((cx, cy), str(value), fill=colour, font=self.digit_font, anchor="mm")
+
+    def _dashed(self, x0: float, y0: float, x1: float, y1: float, colour) -> None:
+        length = math.hypot(x1 - x0, y1 - y0)
+        dash = max(3.0, self.px / 10)
+        steps = max(1, int(length / dash))
+        for k in range(0, steps, 2):
+            t0, t1 = k / steps, min(1.0, (k + 1) / steps)
+            self.draw.line(
+                [
+                    (x0 + (x1 - x0) * t0, y0 + (y1 - y0) * t0),
+                    (x0 + (x1 - x0) * t1, y0 + (y1 - y0) * t1),
+                ],
+                fill=colour,
+                width=max(2, self.line + 1),
+            )
+
+    def label(self, item: _Item) -> None:
+        # The arm's label sits beside its first tile, on the clockwise side.
+        vx, vy = math.cos(item.angle), math.sin(item.angle)
+        off = item.across / 2 + 0.3
+        x, y = self.pt(item.x + vx * off, item.y + vy * off)
+        self.draw.text((x, y), item.label, fill=DIM, font=self.label_font, anchor="mm")
+
+
+def _fit(items: list[_Item], size: int, most: float, margin: float) -> tuple[float, float, float]:
+    """Pixels per tile unit and the origin, so that everything fits a size×size square."""
+    xs, ys = [0.0], [0.0]
+    for item in items:
+        for x, y in item.corners():
+            xs.append(x)
+            ys.append(y)
+    room = size - 2 * margin
+    # Labels stick out by about 0.45 units; keep them on the canvas.
+    pad = 0.5
+    centred = max(max(map(abs, xs)), max(map(abs, ys))) + pad
+    px = room / (2 * centred)
+    if px >= most:
+        return most, size / 2, size / 2
+    # Too big to centre the start double: fit the bounding box instead (larger tiles).
+    x0, x1, y0, y1 = min(xs) - pad, max(xs) + pad, min(ys) - pad, max(ys) + pad
+    px = min(most, room / max(x1 - x0, y1 - y0))
+    return px, size / 2 - (x0 + x1) / 2 * px, size / 2 - (y0 + y1) / 2 * px
+
+
+def render_image(
+    engine, viewer: int | None = None, *, scale: float = 1.0, caption: str | None = None
+) -> Image.Image:
+    """The table as a `PIL.Image` (RGB). `viewer` is the only seat whose hand is drawn; `scale`
+    multiplies every size; `caption` (e.g. "round 2 over") replaces the whose-turn line."""
+    cfg = engine.config
+    if viewer is not None and not (
+        isinstance(viewer, (int, np.integer)) and 0 <= viewer < cfg.num_players
+    ):
+        raise ValueError(f"viewer must be None or a seat 0..{cfg.num_players - 1}; got {viewer!r}")
+    if not scale > 0:
+        raise ValueError(f"scale must be > 0; got {scale!r}")
+    width, height = canvas_size(cfg, scale)
+    table = _table_px(cfg, scale)
+    image = Image.new("RGB", (width, height), BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    layout = _Layout(engine)
+    px, ox, oy = _fit(layout.items, table, MAX_TILE_PX * scale, MARGIN_PX * scale)
+    painter = _Painter(draw, px, ox, oy, cfg.max_pips)
+    for x0, y0, x1, y1 in layout.links:
+        draw.line(
+            [painter.pt(x0, y0), painter.pt(x1, y1)], fill=CONNECT, width=max(1, painter.line)
+        )
+    for item in layout.items:  # labels first: where the table is crowded, tiles win
+        if item.label:
+            painter.label(item)
+    for item in layout.items:
+        if item.values is None:
+            painter.slot(item)
+        else:
+            painter.tile(item)
+    draw.line([(table, 0), (table, height)], fill=TABLE_LINE, width=2)
+    _panel(draw, engine, viewer, table, width, height, scale, caption)
+    return image
+
+
+def render_rgb(
+    engine, viewer: int | None = None, *, scale: float = 1.0, caption: str | None = None
+) -> np.ndarray:
+    """The table as an ``H×W×3 uint8`` array (the env's ``render_mode="rgb_array"``)."""
+    return np.asarray(render_image(engine, viewer, scale=scale, caption=caption), dtype=np.uint8)
+
+
+def save_png(
+    engine, path, viewer: int | None = None, *, scale: float = 1.0, caption: str | None = None
+) -> None:
+    """Write the table picture to `path` as PNG."""
+    render_image(engine, viewer, scale=scale, caption=caption).save(path, format="PNG")
+
+
+# ----------------------------------------------------------------------------------- panel
+def _panel(draw, engine, viewer, left: int, width: int, height: int, scale: float, caption) -> None:
+    cfg, tables = engine.config, engine.tables
+    pad = int(14 * scale)
+    x = left + pad
+    y = pad
+    big, normal, small = _font(26 * scale), _font(17 * scale), _font(14 * scale)
+    line = int(23 * scale)
+
+    def text(s: str, font=normal, fill=TEXT, dx: int = 0) -> None:
+        nonlocal y
+        draw.text((x + dx, y), s, fill=fill, font=font)
+        y += line if font is not big else int(34 * scale)
+
+    text("Chicken Foot", big)
+    text(f"Round {engine.round + 1} of {cfg.num_rounds}   centre {engine.center}|{engine.center}")
+    text(f"Boneyard: {len(engine.boneyard)} tiles")
+    if caption:
+        text(caption, fill=OPEN)
+    elif engine.game_over:
+        names = ", ".join(_name(s, viewer) for s in engine.winners)
+        text(f"GAME OVER - won by {names}", fill=OPEN)
+    else:
+        text(f"To play: {_name(engine.current, viewer)}", fill=OPEN)
+    live = not engine.game_over and not caption
+    if engine.spinner_empty and live:
+        text(f"Spinner: {engine.spinner_empty} arm(s) empty (R7)", small, DIM)
+    if engine.foot_value >= 0 and live:
+        v = engine.foot_value
+        text(f"Chicken foot on {v}|{v}: {engine.toes_left} toe(s) owed", small, FOOT)
+    last = _last_action_text(engine, viewer)
+    if last:
+        text(last, small, DIM)
+    y += line // 2
+    text("player        tiles   score", small, DIM)
+    totals = engine.totals()
+    for seat in range(cfg.num_players):
+        mark = ">" if seat == engine.current and live else " "
+        fill = OPEN if mark == ">" else TEXT
+        if engine.game_over and seat in engine.winners:
+            fill = OPEN
+        row_y = y
+        draw.text((x, row_y), mark, fill=fill, font=normal)
+        draw.text((x + int(16 * scale), row_y), _name(seat, viewer), fill=fill, font=normal)
+        draw.text(
+            (x + int(150 * scale), row_y), str(engine.hand_counts[seat]), fill=fill, font=normal
+        )
+        draw.text((x + int(205 * scale), row_y), str(totals[seat]), fill=fill, font=normal)
+        y += line
+    if viewer is not None:
+        y += line // 2
+        text(f"{_name(viewer, viewer)} hand:", normal)
+        y = _hand(draw, engine, viewer, x, y, width - x - pad, height - y - pad, scale)
+    # Legend at the bottom.
+    y = height - pad - 3 * int(19 * scale)
+    for colour, what in (
+        (OPEN, "open end / empty arm"),
+        (FOOT, "chicken foot: toes owed"),
+        (LAST, "last tile played"),
+    ):
+        draw.rectangle([x, y + 3, x + int(12 * scale), y + int(15 * scale)], fill=colour)
+        draw.text((x + int(20 * scale), y), what, fill=DIM, font=small)
+        y += int(19 * scale)
+    _ = tables
+
+
+def _name(seat: int, viewer: int | None) -> str:
+    return f"player_{seat}" + (" (you)" if seat == viewer else "")
+
+
+def _last_action_text(engine, viewer) -> str:
+    if not engine.history:
+        return ""
+    rnd, seat, action = engine.history[-1]
+    if rnd != engine.round and not engine.game_over:
+        return ""
+    move = decode(engine.tables, action)
+    who = _name(seat, viewer)
+    if move.kind == PLAY:
+        return f"last: {who} played {move.attached}|{move.free_end}"
+    return f"last: {who} {'drew' if move.kind == 'draw' else 'passed'}"
+
+
+def _hand(draw, engine, viewer, x: int, y: int, room_w: int, room_h: int, scale: float) -> int:
+    """The viewer's tiles, upright, wrapped to the panel; the tile just drawn glows blue."""
+    tiles = engine.hand(viewer)
+    if not tiles:
+        draw.text((x, y), "(empty)", fill=DIM, font=_font(14 * scale))
+        return y + int(22 * scale)
+    # Largest tile size (up to 44 px long) that fits every tile into the room left.
+    legend = int(3 * 19 * scale) + int(10 * scale)
+    for length in range(int(44 * scale), 9, -2):
+        w, gap = length / 2, max(3, length // 8)
+        per_row = max(1, int((room_w + gap) // (w + gap)))
+        rows = math.ceil(len(tiles) / per_row)
+        if rows * (length + gap) <= room_h - legend:
+            break
+    painter = _Painter(draw, length, 0, 0, engine.config.max_pips)
+    for k, tile in enumerate(tiles):
+        row, col = divmod(k, per_row)
+        cx = x + col * (w + gap) + w / 2
+        cy = y + row * (length + gap) + length / 2
+        lo, hi = engine.tables.pairs[tile]
+        flags = (
+            frozenset({"last"})
+            if tile == engine.drawn_tile and engine.current == viewer
+            else frozenset()
+        )
+        painter.tile(_Item(cx / length, cy / length, 0.0, 1.0, HALF, (lo, hi), flags))
+    return y + rows * (length + gap)
+
+
+__all__ = ["Piece", "canvas_size", "render_image", "render_rgb", "save_png", "table_layout"]
