@@ -1,0 +1,205 @@
+"""`python -m cf_env.play`: a terminal game for one human seat, driven here through stdin.
+
+The subprocess tests are the acceptance tests (a whole game from piped answers; garbage input,
+end of input and Ctrl-C end cleanly, never with a traceback); the in-process ones check the
+move names, the image and record options, and failing opponents.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from cf_env import ChickenFootConfig, Engine
+from cf_env.play import main as play_main
+from cf_env.policies import register_policy
+from cf_env.record import read_record, replay_engine
+from cf_env.render import move_name
+from cf_env.render_image import canvas_size
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--players", "2", "--max-pips", "6", "--rounds", "1", "--opponents", "random"]
+
+
+def run_play(args: list[str], stdin: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cf_env.play", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+    )
+
+
+def random_answers(seed: int, count: int = 1500) -> str:
+    """A careless human: mostly move numbers 1-4, with letters, blanks and nonsense between."""
+    rng = np.random.default_rng(seed)
+    noise = ["", "x", "12abc", "0", "-2", "99", "  ", "3.5", "t"]
+    lines = [
+        str(rng.integers(1, 5)) if rng.random() < 0.8 else noise[rng.integers(len(noise))]
+        for _ in range(count)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_whole_game_from_piped_answers(tmp_path):
+    record = tmp_path / "game.json"
+    result = run_play([*TINY, "--seed", "3", "--record", str(record)], random_answers(3))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "Final standings" in result.stdout
+    assert "Your moves:" in result.stdout and "player_1 (random)" in result.stdout
+    # The saved game replays to the standings that were printed.
+    engine = replay_engine(read_record(record))
+    assert engine.game_over
+    totals = engine.totals()
+    for seat, name in ((0, "you"), (1, "player_1 (random)")):
+        pattern = rf"\d\. {re.escape(name)}\s+{totals[seat]}\s+rounds: "
+        assert re.search(pattern, result.stdout), (pattern, result.stdout[-600:])
+
+
+def test_garbage_then_end_of_input_exits_cleanly():
+    result = run_play([*TINY, "--seed", "5"], "abc\n\n99\n-1\n1.5\n   \n")
+    assert result.returncode == 0
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "is not a move number" in result.stdout
+    assert "there is no move 99" in result.stdout
+    assert "Game abandoned (end of input)" in result.stdout
+
+
+def test_ctrl_c_at_the_prompt_exits_cleanly():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cf_env.play", *TINY, "--seed", "5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"your move" not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            seen += chunk
+    assert b"your move" in seen, seen[-500:]
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert b"interrupted" in out
+    assert b"Traceback" not in err + out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seat", "5"], "--seat must be 0..1"),
+        (["--opponents", "nosuchbot"], "unknown policy spec 'nosuchbot'"),
+        (["--opponents", "random,random"], "lists 2 specs for 1 opponents"),
+        (["--max-pips", "7"], "max_pips must be one of"),
+    ],
+)
+def test_bad_options_exit_with_code_2(args, message, capsys):
+    code = play_main([*TINY, *args], out=io.StringIO(), inp=io.StringIO(""))
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_image_and_record_options(tmp_path):
+    image = tmp_path / "table.png"
+    record = tmp_path / "game.json"
+    out = io.StringIO()
+    args = [*TINY, "--seed", "8", "--image", str(image), "--record", str(record)]
+    assert play_main(args, out=out, inp=io.StringIO("1\n" * 400)) == 0
+    with Image.open(image) as picture:
+        assert picture.size == canvas_size(ChickenFootConfig(max_pips=6, num_players=2))
+    data = read_record(record)
+    assert data["players"] == ["you", "random"]
+    assert replay_engine(data).scores == data["final"]["scores"]
+
+
+def test_same_seed_same_game():
+    runs = []
+    for _ in range(2):
+        out = io.StringIO()
+        play_main(
+            [*TINY, "--seed", "21", "--opponents", "greedy"], out=out, inp=io.StringIO("1\n" * 400)
+        )
+        runs.append(out.getvalue())
+    assert runs[0] == runs[1]
+    assert "Final standings" in runs[0]
+
+
+class _Cheater:
+    def __init__(self, config, seed=None):
+        self.config = config
+
+    def act(self, observation):
+        illegal = np.flatnonzero(observation["action_mask"] == 0)
+        return int(illegal[0])
+
+
+def test_an_illegal_opponent_is_reported_not_traced(capsys):
+    register_policy("test_cheater", _Cheater)
+    code = play_main(
+        [
+            "--players",
+            "2",
+            "--max-pips",
+            "6",
+            "--rounds",
+            "1",
+            "--opponents",
+            "test_cheater",
+            "--seed",
+            "1",
+            "--seat",
+            "1",
+        ],
+        out=io.StringIO(),
+        inp=io.StringIO("1\n" * 50),
+    )
+    assert code == 1
+    assert "chose illegal action" in capsys.readouterr().err
+
+
+def test_move_names_say_where_the_tile_goes():
+    engine = Engine(ChickenFootConfig(), seed=0)
+    names = [move_name(engine, a) for a in engine.legal_actions()]
+    # R7: the first tiles go on empty arms of the spinner.
+    assert all("empty spinner arm of the 9|9 (arm A)" in n for n in names if n.startswith("play"))
+    rng = np.random.default_rng(0)
+    seen_foot = seen_arm = False
+    while not engine.game_over and not (seen_foot and seen_arm):
+        for action in engine.legal_actions():
+            name = move_name(engine, action)
+            if action == engine.config.draw_action:
+                assert name.startswith("draw from the boneyard (")
+            elif action == engine.config.pass_action:
+                assert name.startswith("pass")
+            elif engine.foot_value >= 0:  # R9: toes of the pending foot
+                v = engine.foot_value
+                assert f"on the {v}|{v} chicken foot" in name and name.startswith(f"play {v}|")
+                seen_foot = True
+            elif engine.spinner_empty == 0:
+                tile, side = divmod(action, 2)
+                lo, hi = engine.tables.pairs[tile]
+                attached = hi if side else lo
+                assert name.startswith(f"play {attached}|") and f"on the {attached} end of" in name
+                seen_arm = True
+        engine.step(int(rng.choice(engine.legal_actions())))
+    assert seen_foot and seen_arm
