@@ -338,7 +338,6 @@ def round_end_view(engine: Engine, action: int) -> Engine | None:
     if not view._apply(action):
         return None
     view.round -= 1  # _end_round counted the next round, whose deal was skipped
-    view._mask = None
     return view
 
 

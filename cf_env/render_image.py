@@ -473,12 +473,67 @@ class _Painter:
                 width=max(2, self.line + 1),
             )
 
-    def label(self, item: _Item) -> None:
-        # The arm's label sits beside its first tile, on the clockwise side.
-        vx, vy = math.cos(item.angle), math.sin(item.angle)
-        off = item.across / 2 + 0.3
-        x, y = self.pt(item.x + vx * off, item.y + vy * off)
-        self.draw.text((x, y), item.label, fill=DIM, font=self.label_font, anchor="mm")
+    def labels(self, items: list[_Item]) -> None:
+        """Each arm's label beside its first tile, on whichever side is free of tiles and of
+        other labels (tried: clockwise side, anticlockwise side, a little in or out); an arm
+        whose surroundings are all taken goes without a label rather than hide a tile."""
+        boxes = [_bbox(item.corners()) for item in items]
+        quads = [item.corners() for item in items]
+        placed: list[tuple[float, float, float, float]] = []
+        font, px = self.label_font, self.px
+        for item in items:
+            if not item.label:
+                continue
+            w = font.getlength(item.label) / px + 0.08
+            h = font.size / px + 0.04 if hasattr(font, "size") else 0.3
+            ux, uy = math.sin(item.angle), -math.cos(item.angle)
+            vx, vy = -uy, ux
+            clear = item.across / 2 + 0.06 + (w * abs(vx) + h * abs(vy)) / 2
+            for side in (1, -1):
+                for shift in (0.0, 0.3, -0.3, 0.6):
+                    cx = item.x + side * clear * vx + shift * ux
+                    cy = item.y + side * clear * vy + shift * uy
+                    box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+                    if self._free(box, boxes, quads, placed):
+                        placed.append(box)
+                        self.draw.text(
+                            self.pt(cx, cy), item.label, fill=DIM, font=font, anchor="mm"
+                        )
+                        break
+                else:
+                    continue
+                break
+
+    @staticmethod
+    def _free(box, boxes, quads, placed) -> bool:
+        x0, y0, x1, y1 = box
+        for bx0, by0, bx1, by1 in placed:
+            if x0 < bx1 and bx0 < x1 and y0 < by1 and by0 < y1:
+                return False
+        rect = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+        for (bx0, by0, bx1, by1), quad in zip(boxes, quads):
+            if x0 < bx1 and bx0 < x1 and y0 < by1 and by0 < y1 and _convex_overlap(rect, quad):
+                return False
+        return True
+
+
+def _bbox(points) -> tuple[float, float, float, float]:
+    xs = [p[0] for p in points]
+    ys = [p[1] for p in points]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _convex_overlap(a, b) -> bool:
+    """Separating-axis test for two convex polygons."""
+    for poly in (a, b):
+        for k in range(len(poly)):
+            (x0, y0), (x1, y1) = poly[k], poly[(k + 1) % len(poly)]
+            nx, ny = y1 - y0, x0 - x1
+            da = [nx * x + ny * y for x, y in a]
+            db = [nx * x + ny * y for x, y in b]
+            if max(da) <= min(db) or max(db) <= min(da):
+                return False
+    return True
 
 
 def _fit(items: list[_Item], size: int, most: float, margin: float) -> tuple[float, float, float]:
@@ -524,9 +579,7 @@ def render_image(
         draw.line(
             [painter.pt(x0, y0), painter.pt(x1, y1)], fill=CONNECT, width=max(1, painter.line)
         )
-    for item in layout.items:  # labels first: where the table is crowded, tiles win
-        if item.label:
-            painter.label(item)
+    painter.labels(layout.items)
     for item in layout.items:
         if item.values is None:
             painter.slot(item)
@@ -553,68 +606,82 @@ def save_png(
 
 # ----------------------------------------------------------------------------------- panel
 def _panel(draw, engine, viewer, left: int, width: int, height: int, scale: float, caption) -> None:
-    cfg, tables = engine.config, engine.tables
+    """The side panel: round, whose turn, boneyard, every player's tiles and score, a hand."""
+    cfg = engine.config
     pad = int(14 * scale)
-    x = left + pad
-    y = pad
+    x, y = left + pad, pad
+    room = width - x - pad
     big, normal, small = _font(26 * scale), _font(17 * scale), _font(14 * scale)
     line = int(23 * scale)
 
-    def text(s: str, font=normal, fill=TEXT, dx: int = 0) -> None:
+    def text(s: str, font=normal, fill=TEXT) -> None:
         nonlocal y
-        draw.text((x + dx, y), s, fill=fill, font=font)
-        y += line if font is not big else int(34 * scale)
+        for part in _wrap(s, font, room):
+            draw.text((x, y), part, fill=fill, font=font)
+            y += int(34 * scale) if font is big else line
 
     text("Chicken Foot", big)
     text(f"Round {engine.round + 1} of {cfg.num_rounds}   centre {engine.center}|{engine.center}")
     text(f"Boneyard: {len(engine.boneyard)} tiles")
+    live = not engine.game_over and not caption
     if caption:
         text(caption, fill=OPEN)
     elif engine.game_over:
-        names = ", ".join(_name(s, viewer) for s in engine.winners)
-        text(f"GAME OVER - won by {names}", fill=OPEN)
+        text("GAME OVER - won by " + ", ".join(_name(s, viewer) for s in engine.winners), fill=OPEN)
     else:
         text(f"To play: {_name(engine.current, viewer)}", fill=OPEN)
-    live = not engine.game_over and not caption
     if engine.spinner_empty and live:
         text(f"Spinner: {engine.spinner_empty} arm(s) empty (R7)", small, DIM)
     if engine.foot_value >= 0 and live:
         v = engine.foot_value
-        text(f"Chicken foot on {v}|{v}: {engine.toes_left} toe(s) owed", small, FOOT)
+        text(f"Chicken foot on {v}|{v}: {engine.toes_left} toe(s) owed (R9)", small, FOOT)
     last = _last_action_text(engine, viewer)
     if last:
         text(last, small, DIM)
     y += line // 2
-    text("player        tiles   score", small, DIM)
+    columns = (x + int(16 * scale), x + int(150 * scale), x + int(205 * scale))
+    for column, head in zip(columns, ("player", "tiles", "score")):
+        draw.text((column, y), head, fill=DIM, font=small)
+    y += line
     totals = engine.totals()
     for seat in range(cfg.num_players):
-        mark = ">" if seat == engine.current and live else " "
-        fill = OPEN if mark == ">" else TEXT
-        if engine.game_over and seat in engine.winners:
-            fill = OPEN
-        row_y = y
-        draw.text((x, row_y), mark, fill=fill, font=normal)
-        draw.text((x + int(16 * scale), row_y), _name(seat, viewer), fill=fill, font=normal)
-        draw.text(
-            (x + int(150 * scale), row_y), str(engine.hand_counts[seat]), fill=fill, font=normal
-        )
-        draw.text((x + int(205 * scale), row_y), str(totals[seat]), fill=fill, font=normal)
+        acting = live and seat == engine.current
+        fill = OPEN if acting or (engine.game_over and seat in engine.winners) else TEXT
+        if acting:
+            draw.text((x, y), ">", fill=fill, font=normal)
+        cells = (_name(seat, viewer), str(engine.hand_counts[seat]), str(totals[seat]))
+        for column, cell in zip(columns, cells):
+            draw.text((column, y), cell, fill=fill, font=normal)
         y += line
     if viewer is not None:
         y += line // 2
-        text(f"{_name(viewer, viewer)} hand:", normal)
-        y = _hand(draw, engine, viewer, x, y, width - x - pad, height - y - pad, scale)
-    # Legend at the bottom.
-    y = height - pad - 3 * int(19 * scale)
-    for colour, what in (
+        text(f"{_name(viewer, viewer)} hand:")
+        _hand(draw, engine, viewer, x, y, room, height - y - pad, scale)
+    # The legend, at the bottom.
+    step = int(19 * scale)
+    y = height - pad - 3 * step
+    legend = (
         (OPEN, "open end / empty arm"),
         (FOOT, "chicken foot: toes owed"),
-        (LAST, "last tile played"),
-    ):
+        (LAST, "last tile"),
+    )
+    for colour, what in legend:
         draw.rectangle([x, y + 3, x + int(12 * scale), y + int(15 * scale)], fill=colour)
         draw.text((x + int(20 * scale), y), what, fill=DIM, font=small)
-        y += int(19 * scale)
-    _ = tables
+        y += step
+
+
+def _wrap(text: str, font, room: float) -> list[str]:
+    """Split a panel line at spaces so that each part fits `room` pixels."""
+    parts, current = [], ""
+    for word in text.split(" "):
+        trial = f"{current} {word}" if current else word
+        if current and font.getlength(trial) > room:
+            parts.append(current)
+            current = word
+        else:
+            current = trial
+    return parts + [current]
 
 
 def _name(seat: int, viewer: int | None) -> str:

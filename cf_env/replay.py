@@ -1,10 +1,11 @@
-"""`python -m cf_env.replay RECORD [--out game.gif | --out frames/]`: re-simulate a game record.
+"""`python -m cf_env.replay RECORD [--out game.gif | --out frames/ | --out table.png]`.
 
-Without ``--out`` it only re-simulates the record (see `record.py`) and prints each round's
-points and the winners, exiting 1 if the record does not replay to its recorded result. With
-``--out game.gif`` it renders every state (the opening deal, then each action; the finished
-table of each round is shown before the next deal) into an animated GIF; with any other
-``--out`` it writes one PNG per state into that folder (``turn_0000.png``, …).
+Re-simulates a game record (see `record.py`) and prints each round's points and the winners,
+exiting 1 if the record does not replay to its recorded result. With ``--out game.gif`` it
+renders every state (the opening deal, then each action; the finished table of each round is
+shown before the next deal) into an animated GIF; with ``--out table.png`` one picture, of the
+state after ``--step N`` actions (default: the end); with any other ``--out`` one PNG per state
+into that folder (``turn_0000.png``, …). ``--viewer SEAT`` also draws that seat's hand.
 
 Exit codes: 0 replayed (and rendered), 1 the record is invalid or does not replay, 2 bad arguments.
 """
@@ -81,6 +82,21 @@ def write_pngs(record: dict, folder, *, viewer=None, scale: float = 1.0, rounds=
     return count
 
 
+def write_png(record: dict, path, step: int | None = None, *, viewer=None, scale=1.0) -> None:
+    """Write one picture: the state after `step` actions (None: the end of the record)."""
+    from .render_image import save_png
+
+    total = len(record["actions"])
+    if step is None:
+        step = total
+    if not 0 <= step <= total:
+        raise RecordError(f"--step must be 0..{total} (the record has {total} actions); got {step}")
+    engine = Engine(replay_config(record), record["seed"])
+    for action in record["actions"][:step]:
+        engine.step(action)
+    save_png(engine, path, viewer, scale=scale)
+
+
 def _rounds(text: str | None) -> set[int] | None:
     if text is None:
         return None
@@ -97,10 +113,9 @@ def summary(record: dict) -> list[str]:
     engine = replay_engine(record)
     n = engine.config.num_players
     names = record.get("players") or [f"player_{s}" for s in range(n)]
-    lines = [
-        f"{len(record['actions'])} actions, seed {record['seed']}, {n} players: "
-        + ", ".join(f"player_{s} = {name}" for s, name in enumerate(names))
-    ]
+    lines = [f"{len(record['actions'])} actions, seed {record['seed']}, {n} players"]
+    if record.get("players"):
+        lines[0] += ": " + ", ".join(f"player_{s} = {name}" for s, name in enumerate(names))
     for rnd in range(len(engine.scores[0])):
         points = ", ".join(f"player_{s} {engine.scores[s][rnd]}" for s in range(n))
         lines.append(f"round {rnd + 1}: {points}")
@@ -125,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=None, help="picture size (GIF 0.6, PNG 1.0)")
     parser.add_argument("--ms", type=int, default=700, help="GIF milliseconds per state (700)")
     parser.add_argument("--rounds", type=_rounds, default=None, help="only these rounds, e.g. 1,2")
+    parser.add_argument("--step", type=int, default=None, help="with a .png --out: after N actions")
     parser.add_argument("--moves", action="store_true", help="print every move")
     args = parser.parse_args(argv)
     if args.scale is not None and not args.scale > 0:
@@ -141,7 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.moves:
             for line in _move_lines(record):
                 print(line)
-        if args.out:
+        if args.out and args.out.lower().endswith(".png"):
+            write_png(record, args.out, args.step, viewer=args.viewer, scale=args.scale or 1.0)
+            done = len(record["actions"]) if args.step is None else args.step
+            print(f"wrote the table after {done} action(s) to {args.out}")
+        elif args.out:
             if args.out.lower().endswith(".gif"):
                 count = write_gif(
                     record,

@@ -183,3 +183,26 @@ def test_replay_cli_reports_bad_records(tmp_path, capsys):
     assert "seed must be" in capsys.readouterr().err
     assert replay_main([str(tmp_path / "missing.json")]) == 1
     assert "cannot read record" in capsys.readouterr().err
+
+
+def test_replay_cli_single_picture_and_move_list(tmp_path, capsys):
+    engine = Engine(SMALL, seed=2)
+    rng = np.random.default_rng(2)
+    for _ in range(12):
+        engine.step(int(rng.choice(engine.legal_actions())))
+    path = tmp_path / "game.json"
+    write_record(path, SMALL, 2, engine_actions(engine))
+    png = tmp_path / "table.png"
+    assert replay_main([str(path), "--out", str(png), "--viewer", "1"]) == 0
+    with Image.open(png) as image:
+        picture = np.asarray(image.convert("RGB"))
+    from cf_env.render_image import render_rgb
+
+    # The picture of the record's end is the picture of the engine that played it.
+    assert np.array_equal(picture, render_rgb(engine, viewer=1))
+    assert replay_main([str(path), "--moves"]) == 0
+    moves = [line for line in capsys.readouterr().out.splitlines() if "round 1  player_" in line]
+    assert len(moves) == 12
+    assert "empty spinner arm of the 6|6" in moves[0]
+    assert replay_main([str(path), "--out", str(png), "--step", "13"]) == 1
+    assert "--step must be 0..12" in capsys.readouterr().err
