@@ -1,17 +1,26 @@
 """Baseline bots. Each is deterministic given its seed and asks only the action mask for legality.
 
-* `random`  — uniform over legal actions.
-* `greedy`  — plays the legal tile with the most points (double-blank at its R12 value);
+* `random`    — uniform over legal actions.
+* `greedy`    — plays the legal tile with the most points (double-blank at its R12 value);
   draws or passes only when forced.
+* `heuristic` — a hand-written strategy (see `HeuristicPolicy` for its rules) that reads only the
+  player's own observation, decoded piece by piece with `ObservationDecoder`.
+* `ismcts:<iterations>` — determinized information-set MCTS (`cf_env.ismcts`).
+
+Bots never look at the engine: everything they know comes from the observation vector, decoded
+through `Encoder(config).layout.slices`, and the action mask.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
+from .actions import decode
 from .config import ChickenFootConfig
+from .observation import Encoder
 from .policies import register_policy
 from .tiles import tile_tables
 
@@ -40,5 +49,159 @@ class GreedyPolicy:
         return int(best[0] if best.size == 1 else self.rng.choice(best))
 
 
+# --------------------------------------------------------------------------- observation decoding
+@dataclass
+class ObservedState:
+    """What one player knows, decoded from its observation vector. Seats are egocentric
+    (index 0 = me, then the opponents clockwise); tile ids and values as in `tiles.py`."""
+
+    hand: np.ndarray  # (T,) bool
+    table: np.ndarray  # (T,) bool, start double included
+    open_counts: np.ndarray  # (V,) int: open tips per value
+    playable: np.ndarray  # (V,) bool: values a tile may be attached to now
+    spinner_empty: int  # empty arms of the centre double (R7)
+    foot: int  # value of the pending chicken-foot double, -1 if none (R9)
+    toes_left: int
+    drawn_tile: int  # the tile I just drew (R8), -1 if none
+    boneyard: int  # tiles left in the boneyard
+    hand_sizes: np.ndarray  # (n,) int, me first
+    voids: np.ndarray  # (n-1, V) bool: values each opponent showed it lacks
+    played: np.ndarray  # (n-1, T) bool: tiles each opponent played this round
+    round: int
+    center: int
+    totals: np.ndarray  # (n,) int: finished rounds' points, me first
+
+
+class ObservationDecoder:
+    """Turns an observation vector back into integers, using only the declared layout."""
+
+    def __init__(self, config: ChickenFootConfig):
+        self.config = config
+        self.slices = Encoder(config).layout.slices
+        self.values = config.max_pips + 1
+
+    def decode(self, vector: np.ndarray) -> ObservedState:
+        cfg, s, n = self.config, self.slices, self.config.num_players
+        v = np.asarray(vector)
+
+        def ints(name: str, scale: float = 1.0) -> np.ndarray:
+            return np.rint(v[s[name]].astype(np.float64) * scale).astype(np.int64)
+
+        foot = np.flatnonzero(v[s["foot_double"]])
+        drawn = np.flatnonzero(v[s["drawn_tile"]])
+        return ObservedState(
+            hand=v[s["hand"]] > 0.5,
+            table=v[s["table"]] > 0.5,
+            open_counts=ints("open_ends"),
+            playable=v[s["playable_values"]] > 0.5,
+            spinner_empty=int(ints("spinner_arms_empty")[0]),
+            foot=int(foot[0]) if foot.size else -1,
+            toes_left=int(ints("foot_toes_left")[0]),
+            drawn_tile=int(drawn[0]) if drawn.size else -1,
+            boneyard=int(ints("boneyard_size", cfg.num_tiles)[0]),
+            hand_sizes=ints("hand_sizes", cfg.hand_size),
+            voids=(v[s["opponent_voids"]] > 0.5).reshape(n - 1, self.values),
+            played=(v[s["opponent_played"]] > 0.5).reshape(n - 1, cfg.num_tiles),
+            round=int(np.argmax(v[s["round"]])),
+            center=int(np.argmax(v[s["center"]])),
+            totals=ints("scores", cfg.points_scale),
+        )
+
+
+# --------------------------------------------------------------------------- heuristic
+class HeuristicPolicy:
+    """A reasoned hand-written strategy. Every legal play gets a score in points; the best wins
+    (ties broken by the seeded RNG). DRAW and PASS are only taken when forced (R8), and a
+    playable drawn tile is always played: R8 allows passing instead, but keeping the tile only
+    keeps its points in hand, and the turn ends either way.
+
+    The score of playing tile t (attached to an end of value a, leaving a new open end b):
+
+    1. **Shed weight** — the tile's points (R12, the double-blank at its scoring value), so heavy
+       tiles and the double-blank leave early. When an opponent is close to going out
+       (<= `DANGER_TILES` tiles left) points count double: what stays in hand is about to be
+       scored (R11, R12).
+    2. **Keep the values I hold open** — `W_FOLLOW` per tile I keep that carries b: the new end is
+       one I can extend next turn whatever the others do. Closing the last open end of value a
+       costs `W_KEEP` per tile I keep that carries a.
+    3. **Known voids** — `W_VOID_END` per opponent known to lack b (it showed so by drawing or
+       passing, R8): an end it cannot use.
+    4. **Chicken feet (R9)** — a double laid on an open end starts a foot: the next `toes` tiles
+       must be toes of its value. It gets `W_DOUBLE` (a double attaches only one way and is hard
+       to shed later), plus `W_FOOT_VOID` per opponent known to lack the value (it must draw),
+       plus `W_FOOT_HELD` per further tile of that value I hold, up to the toes owed (I can help
+       fill the foot when it comes back to me). A foot I cannot help fill and whose value has
+       fewer unseen tiles than toes owed may block me too: it costs `W_FOOT_ALONE`.
+
+    The weights were chosen by duplicate-deal evaluation against `greedy` (4 players, double-9,
+    single rounds, `python -m training.evaluate`). A term that estimated how many of my tiles
+    stay playable after the move ("mobility") made it weaker and was dropped.
+    """
+
+    DANGER_TILES = 2
+    W_FOLLOW = 3.0
+    W_KEEP = 1.5
+    W_VOID_END = 1.5
+    W_DOUBLE = 8.0
+    W_FOOT_VOID = 2.0
+    W_FOOT_HELD = 1.5
+    W_FOOT_ALONE = 6.0
+
+    def __init__(self, config: ChickenFootConfig, seed: int | None = None):
+        self.config = config
+        self.rng = np.random.default_rng(seed)
+        self.decoder = ObservationDecoder(config)
+        self.tables = tile_tables(config.max_pips)
+        self.points = self.tables.points(config.double_blank_value).astype(np.float64)
+        # has_value[t, v]: tile t carries value v.
+        self.has_value = np.zeros((config.num_tiles, config.max_pips + 1), dtype=bool)
+        for t, (lo, hi) in enumerate(self.tables.pairs):
+            self.has_value[t, [lo, hi]] = True
+
+    def act(self, observation: Mapping[str, np.ndarray]) -> int:
+        legal = np.flatnonzero(observation["action_mask"])
+        if legal.size == 1:
+            return int(legal[0])
+        plays = legal[legal < self.config.draw_action]
+        if plays.size == 0:  # cannot place: DRAW or PASS, whichever is legal (R8)
+            return int(legal[0])
+        state = self.decoder.decode(observation["observation"])
+        scores = np.array([self.score(state, int(a)) for a in plays])
+        best = plays[scores >= scores.max() - 1e-9]
+        return int(best[0] if best.size == 1 else self.rng.choice(best))
+
+    def score(self, state: ObservedState, action: int) -> float:
+        """The heuristic value of one legal play (see the class docstring)."""
+        move = decode(self.tables, action)
+        tile, a, b = move.tile, move.attached, move.free_end
+        rest = state.hand.copy()
+        rest[tile] = False
+        held = self.has_value[rest].sum(axis=0)  # tiles I keep, per value
+        danger = state.hand_sizes[1:].min() <= self.DANGER_TILES
+        value = self.points[tile] * (2.0 if danger else 1.0)
+        normal = state.foot < 0 and state.spinner_empty == 0  # R6 (not R7 spinner, not R9 toes)
+        if normal and state.open_counts[a] == 1:
+            value -= self.W_KEEP * held[a]
+        opp_void = state.voids.sum(axis=0)
+        if normal and a == b:  # a double on an open end starts a chicken foot (R9)
+            toes = self.config.toes
+            unseen = self.has_value[~(state.hand | state.table), a].sum()
+            value += self.W_DOUBLE + self.W_FOOT_VOID * opp_void[a]
+            value += self.W_FOOT_HELD * min(int(held[a]), toes)
+            if held[a] == 0 and unseen < toes:
+                value -= self.W_FOOT_ALONE
+        else:
+            value += self.W_FOLLOW * held[b] + self.W_VOID_END * opp_void[b]
+        return float(value)
+
+
+def _ismcts_factory(config: ChickenFootConfig, seed: int | None = None, arg: str = ""):
+    from .ismcts import ISMCTSPolicy  # imported lazily: ismcts imports this module
+
+    return ISMCTSPolicy.from_spec(config, seed, arg)
+
+
 register_policy("random", RandomPolicy)
 register_policy("greedy", GreedyPolicy)
+register_policy("heuristic", HeuristicPolicy)
+register_policy("ismcts", _ismcts_factory)
