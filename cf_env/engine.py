@@ -9,6 +9,12 @@ Rules state vs layout: legality depends only on the open-end value counts, the n
 spinner arms and the pending foot. The physical layout (which arm each tile sits on) is kept
 alongside for rendering and snapshots; equal-valued ends are interchangeable, so a tile played
 on value v goes to the oldest open arm tip of value v.
+
+Representation for speed: each hand is mirrored as a bitset over action ids (`tiles.tile_bits`),
+and the playable values as the bitset of the actions that attach them (`tiles.attach_bits`), so
+legality is one AND of two Python ints, computed once per state and cached. `hands` (n × T bool)
+is a read-only view for everyone else: the engine is the only writer, which keeps the two
+representations in step.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ class Engine:
         self.config = config if config is not None else ChickenFootConfig()
         self.tables: TileTables = tile_tables(self.config.max_pips)
         self.points = self.tables.points(self.config.double_blank_value)
+        self._mask_bytes = (self.config.num_actions + 7) // 8
         self.reset(seed)
 
     # ------------------------------------------------------------------ game flow
@@ -94,9 +101,9 @@ class Engine:
         n, count = cfg.num_players, cfg.num_tiles
         self.center = cfg.max_pips - self.round  # R4
         order = self.rng.permutation(count)
-        self.hands = np.zeros((n, count), dtype=bool)
+        self._hands = np.zeros((n, count), dtype=bool)
         for seat in range(n):
-            self.hands[seat, order[seat * cfg.hand_size : (seat + 1) * cfg.hand_size]] = True
+            self._hands[seat, order[seat * cfg.hand_size : (seat + 1) * cfg.hand_size]] = True
         self.hand_counts = [cfg.hand_size] * n
         # Internal boneyard is reversed: the next tile drawn is the last element (pop is O(1)).
         self.boneyard = [int(t) for t in order[n * cfg.hand_size :][::-1]]
@@ -114,71 +121,81 @@ class Engine:
         # R5: whoever holds the start double places it; if nobody does, seats draw in turn
         # (beginning with seat round % n) until it is drawn; drawn tiles stay in hand.
         start = int(tables.double_id[self.center])
-        holders = np.flatnonzero(self.hands[:, start])
+        holders = np.flatnonzero(self._hands[:, start])
         if holders.size:
             holder = int(holders[0])
         else:
             holder = self.round % n
             while True:
                 tile = self.boneyard.pop()
-                self.hands[holder, tile] = True
+                self._hands[holder, tile] = True
                 self.hand_counts[holder] += 1
                 if tile == start:
                     break
                 holder = (holder + 1) % n
-        self.hands[holder, start] = False
+        self._hands[holder, start] = False
         self.hand_counts[holder] -= 1
         self.on_table[start] = True
         self.start_seat = holder
         self.current = (holder + 1) % n
-        self._mask = None
+        self._sync_hands()
+        self._refresh_playable()
+
+    def _sync_hands(self) -> None:
+        """Rebuild the read-only `hands` view and the hand bitsets from `_hands` (new deal/restore)."""
+        self.hands = _readonly_view(self._hands)
+        bits = self.tables.tile_bits
+        self._hand_bits = [sum(bits[t] for t in np.flatnonzero(row).tolist()) for row in self._hands]
+
+    def _refresh_playable(self) -> None:
+        """Recompute the playable values and their attach bitset; called whenever they may change
+        (a tile placed, a new round, a restore). Also drops the cached legality."""
+        if self.foot_value >= 0:  # R9: only toes on the pending foot
+            values = [self.foot_value]
+        elif self.spinner_empty > 0:  # R7: fill the centre's empty arms first
+            values = [self.center]
+        else:  # R6: any open end
+            values = [v for v, c in enumerate(self.open_count) if c]
+        self._values = values
+        attach_bits = self.tables.attach_bits
+        self._attach = sum(attach_bits[v] for v in values)  # values are distinct: sum == OR
+        self._legal = None
 
     def playable_values(self) -> list[int]:
         """Values a tile may be attached to now (R7 spinner phase, R9 pending foot, R6 otherwise)."""
-        if self.foot_value >= 0:
-            return [self.foot_value]
-        if self.spinner_empty > 0:
-            return [self.center]
-        return [v for v, c in enumerate(self.open_count) if c]
+        return list(self._values)
 
     def legal_action_mask(self) -> np.ndarray:
         """The acting seat's legal actions as a fresh int8 array (all zeros once the game is over)."""
-        return self._legal_mask().copy()
+        # Bit a of the legal bitset is action a: unpack the little-endian bytes into one 0/1 each.
+        raw = np.frombuffer(self._legal_bits().to_bytes(self._mask_bytes, "little"), np.uint8)
+        return np.unpackbits(raw, count=self.config.num_actions, bitorder="little").view(np.int8)
 
     def legal_actions(self) -> list[int]:
-        return np.flatnonzero(self._legal_mask()).tolist()
+        return _bit_indices(self._legal_bits())
 
-    def _legal_mask(self) -> np.ndarray:
-        # The one place legality is decided; cached until the state changes.
-        if self._mask is not None:
-            return self._mask
-        cfg, tables = self.config, self.tables
-        mask = np.zeros(cfg.num_actions, dtype=np.int8)
-        self._mask = mask
+    def _legal_bits(self) -> int:
+        """The one place legality is decided: bit a set = action a legal. Cached per state."""
+        if self._legal is None:
+            self._legal = self._compute_legal()
+        return self._legal
+
+    def _compute_legal(self) -> int:
         if self.game_over:
-            return mask
-        values = self.playable_values()
+            return 0
+        cfg = self.config
         if self.drawn_tile >= 0:
             # R8: after a draw only the drawn tile may be placed; PASS ends the turn unless the
             # must-play variant forces a playable drawn tile.
-            placed = False
-            for value, action in tables.placements[self.drawn_tile]:
-                if value in values:
-                    mask[action] = 1
-                    placed = True
-            if not (placed and cfg.must_play_drawn):
-                mask[cfg.pass_action] = 1
-            return mask
-        hand = self.hands[self.current]
-        placed = False
-        for value in values:
-            held = hand[tables.tiles_with[value]]
-            if held.any():
-                mask[tables.attach_actions[value][held]] = 1
-                placed = True
-        if not placed:  # R8: draw only when you cannot place; pass once the boneyard is empty
-            mask[cfg.draw_action if self.boneyard else cfg.pass_action] = 1
-        return mask
+            plays = self.tables.tile_bits[self.drawn_tile] & self._attach
+            if plays and cfg.must_play_drawn:
+                return plays
+            return plays | 1 << cfg.pass_action
+        plays = self._hand_bits[self.current] & self._attach
+        if plays:
+            return plays
+        # R8: draw only when you cannot place; pass once the boneyard is empty
+        return 1 << (cfg.draw_action if self.boneyard else cfg.pass_action)
 
     def _check_action(self, action: object) -> int:
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
@@ -189,10 +206,11 @@ class Engine:
         action = int(action)
         if self.game_over:
             raise IllegalActionError(f"action {action}: the game is over; call reset()")
-        mask = self._legal_mask()
-        if not 0 <= action < mask.size or not mask[action]:
-            what = describe(self.tables, action) if 0 <= action < mask.size else "out of range"
-            legal = np.flatnonzero(mask).tolist()
+        legal_bits = self._legal_bits()
+        if action < 0 or not legal_bits >> action & 1:
+            in_range = 0 <= action < self.config.num_actions
+            what = describe(self.tables, action) if in_range else "out of range"
+            legal = _bit_indices(legal_bits)
             named = ", ".join(f"{a} ({describe(self.tables, a)})" for a in legal)
             raise IllegalActionError(
                 f"action {action} ({what}) is not legal for seat {self.current}; legal: {named}"
@@ -207,7 +225,7 @@ class Engine:
         cfg, tables = self.config, self.tables
         seat = self.current
         self.history.append((self.round, seat, action))
-        values = self.playable_values()
+        values = self._values
         went_out = False
         if action == cfg.draw_action:
             # The seat showed it holds none of the playable values; drawing adds an unseen
@@ -215,7 +233,7 @@ class Engine:
             self.voids[seat] = False
             self.voids[seat, values] = True
             tile = self._draw(seat)
-            while cfg.draw_until_playable and self.boneyard and not self._fits(tile, values):
+            while cfg.draw_until_playable and self.boneyard and not self._fits(tile):
                 tile = self._draw(seat)
             self.drawn_tile = tile
         elif action == cfg.pass_action:
@@ -226,15 +244,17 @@ class Engine:
         else:
             tile, side = divmod(action, 2)
             lo, hi = tables.pairs[tile]
-            self.hands[seat, tile] = False
+            self._hands[seat, tile] = False
+            self._hand_bits[seat] &= ~tables.tile_bits[tile]
             self.hand_counts[seat] -= 1
             self.on_table[tile] = True
             self.played_by[seat, tile] = True
             self._place(tile, hi if side else lo)
+            self._refresh_playable()
             self.drawn_tile = -1
             self.current = (seat + 1) % cfg.num_players
             went_out = self.hand_counts[seat] == 0
-        self._mask = None
+        self._legal = None
         # R11: the round ends when a hand empties, or when nobody can place and nobody can draw.
         if went_out or (not self.boneyard and not self._anyone_can_place()):
             return [self._end_round()]
@@ -244,24 +264,25 @@ class Engine:
         """With `skip_forced`, take every decision that has exactly one legal action."""
         if self.config.skip_forced:
             while not self.game_over:
-                legal = np.flatnonzero(self._legal_mask())
-                if legal.size != 1:
+                legal = self._legal_bits()
+                if legal & (legal - 1):  # more than one bit: a real choice
                     break
-                finished += self._apply(int(legal[0]))
+                finished += self._apply(legal.bit_length() - 1)
         return finished
 
     def _draw(self, seat: int) -> int:
         tile = self.boneyard.pop()
-        self.hands[seat, tile] = True
+        self._hands[seat, tile] = True
+        self._hand_bits[seat] |= self.tables.tile_bits[tile]
         self.hand_counts[seat] += 1
         return tile
 
-    def _fits(self, tile: int, values: list[int]) -> bool:
-        return any(value in values for value, _ in self.tables.placements[tile])
+    def _fits(self, tile: int) -> bool:
+        return bool(self.tables.tile_bits[tile] & self._attach)
 
     def _anyone_can_place(self) -> bool:
-        tables = self.tables
-        return any(self.hands[:, tables.tiles_with[v]].any() for v in self.playable_values())
+        attach = self._attach
+        return any(bits & attach for bits in self._hand_bits)
 
     def _place(self, tile: int, attached: int) -> None:
         free_end = self.tables.other_end(tile, attached)
@@ -299,7 +320,7 @@ class Engine:
             self.game_over = True
             self.drawn_tile = -1
             self.winners = self._winners()
-            self._mask = None
+            self._legal = None
         return points
 
     def _winners(self) -> list[int]:
@@ -334,7 +355,10 @@ class Engine:
         other.scores = [list(s) for s in self.scores]
         other.winners = list(self.winners)
         other.history = list(self.history)
-        other.hands = self.hands.copy()
+        other._hands = self._hands.copy()
+        other.hands = _readonly_view(other._hands)
+        other._hand_bits = list(self._hand_bits)
+        other._values = list(self._values)
         other.hand_counts = list(self.hand_counts)
         other.boneyard = list(self.boneyard)
         other.on_table = self.on_table.copy()
@@ -343,7 +367,6 @@ class Engine:
         other.open_count = list(self.open_count)
         other.arms = [Arm(a.parent, list(a.tiles), a.tip) for a in self.arms]
         other.tip_arms = [list(ids) for ids in self.tip_arms]
-        other._mask = None
         return other
 
     # ------------------------------------------------------------------ snapshot / restore
@@ -392,6 +415,7 @@ class Engine:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
         fresh = Engine.__new__(Engine)
         fresh.config, fresh.tables, fresh.points = self.config, self.tables, self.points
+        fresh._mask_bytes = self._mask_bytes
         try:
             _load(fresh, snapshot)
         except SnapshotError:
@@ -399,6 +423,22 @@ class Engine:
         except (KeyError, TypeError, ValueError, IndexError) as err:
             raise SnapshotError(f"invalid snapshot: {err!r}") from err
         self.__dict__.update(fresh.__dict__)
+
+
+def _readonly_view(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def _bit_indices(bits: int) -> list[int]:
+    """The set bits of `bits`, ascending (the legal actions of a legal bitset)."""
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
+    return out
 
 
 def _jsonable_rng_state(state: dict) -> dict:
@@ -466,12 +506,12 @@ def _load(engine: Engine, snap: dict) -> None:
 
     if not isinstance(snap["hands"], list) or len(snap["hands"]) != n:
         raise SnapshotError(f"hands must list {n} hands")
-    engine.hands = np.zeros((n, count), dtype=bool)
+    engine._hands = np.zeros((n, count), dtype=bool)
     for s, hand in enumerate(snap["hands"]):
         ids = [tile(p, f"hands[{s}]") for p in hand]
         claim(ids, f"hand {s}")
-        engine.hands[s, ids] = True
-    engine.hand_counts = [int(h.sum()) for h in engine.hands]
+        engine._hands[s, ids] = True
+    engine.hand_counts = [int(h.sum()) for h in engine._hands]
     bone = [tile(p, "boneyard") for p in snap["boneyard"]]
     claim(bone, "boneyard")
     engine.boneyard = bone[::-1]
@@ -522,7 +562,7 @@ def _load(engine: Engine, snap: dict) -> None:
 
     drawn = snap["drawn_tile"]
     engine.drawn_tile = -1 if drawn is None else tile(drawn, "drawn_tile")
-    if drawn is not None and not engine.hands[engine.current, engine.drawn_tile]:
+    if drawn is not None and not engine._hands[engine.current, engine.drawn_tile]:
         raise SnapshotError(f"drawn_tile {drawn} is not in the hand of seat {engine.current}")
     scores = snap["scores"]
     if not isinstance(scores, list) or len(scores) != n:
@@ -555,9 +595,10 @@ def _load(engine: Engine, snap: dict) -> None:
             engine.rng.bit_generator.state = snap["rng"]
         except (TypeError, ValueError, KeyError) as err:
             raise SnapshotError(f"rng state is not a valid {type(engine.rng.bit_generator).__name__} state") from err
-    engine._mask = None
     if engine.game_over:
         engine.drawn_tile = -1
+    engine._sync_hands()
+    engine._refresh_playable()
     engine._settle([])
 
 

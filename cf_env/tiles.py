@@ -32,6 +32,10 @@ class TileTables:
     # Per tile: (attached value, action id) for each way it can be attached. One way for a double.
     placements: tuple[tuple[tuple[int, int], ...], ...]
     pairs: tuple[tuple[int, int], ...]  # (lo, hi) per id, as Python ints for hot paths
+    # The same tables as bitsets over action ids (Python ints, bit a = action a), which is how the
+    # engine decides legality: (hand's actions) & (actions attaching a playable value) is one AND.
+    tile_bits: tuple[int, ...]  # per tile: the bits of the actions that play it
+    attach_bits: tuple[int, ...]  # per value v: the bits of every action attaching a v half
 
     def other_end(self, tile: int, attached: int) -> int:
         lo, hi = self.pairs[tile]
@@ -69,6 +73,8 @@ def tile_tables(max_pips: int) -> TileTables:
     placements = tuple(
         ((a, 2 * t),) if a == b else ((a, 2 * t), (b, 2 * t + 1)) for t, (a, b) in enumerate(pairs)
     )
+    tile_bits = tuple(sum(1 << action for _, action in ways) for ways in placements)
+    attach_bits = tuple(sum(1 << int(action) for action in acts) for acts in attach_actions)
     return TileTables(
         max_pips=max_pips,
         num_tiles=count,
@@ -82,4 +88,6 @@ def tile_tables(max_pips: int) -> TileTables:
         attach_actions=tuple(attach_actions),
         placements=placements,
         pairs=pairs,
+        tile_bits=tile_bits,
+        attach_bits=attach_bits,
     )
