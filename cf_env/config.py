@@ -152,6 +152,7 @@ class ChickenFootConfig:
         _check_choice("illegal_action", self.illegal_action, ILLEGAL_ACTION_MODES)
 
         set_ = object.__setattr__  # frozen: fill resolved defaults and derived sizes once
+        set_(self, "_defaulted", tuple(k for k in ("hand_size", "num_rounds") if getattr(self, k) is None))
         set_(self, "hand_size", hand)
         set_(self, "num_rounds", rounds)
         set_(self, "num_tiles", tiles)
@@ -185,4 +186,8 @@ class ChickenFootConfig:
         return cls(**data)
 
     def replace(self, **changes) -> ChickenFootConfig:
-        return ChickenFootConfig.from_dict({**self.to_dict(), **changes})
+        """A copy with `changes`; fields that were left to their defaults are derived again."""
+        fields = self.to_dict()
+        for name in self._defaulted:
+            fields[name] = None
+        return ChickenFootConfig.from_dict({**fields, **changes})

@@ -19,6 +19,7 @@ representations in step.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import math
 from dataclasses import dataclass, field
@@ -291,7 +292,7 @@ class Engine:
             self.arms.append(Arm(self.foot_arm, [(tile, attached)], free_end))
             self.toes_left -= 1
             if self.toes_left == 0:  # R10: the foot is filled; its toes are ordinary ends
-                self.foot_value = -1
+                self.foot_value = self.foot_arm = -1
         elif self.spinner_empty > 0:  # R7: fill an empty arm of the centre double
             arm = len(self.arms)
             self.arms.append(Arm(-1, [(tile, attached)], free_end))
@@ -306,7 +307,9 @@ class Engine:
                 return
             self.arms[arm].tip = free_end
         self.open_count[free_end] += 1
-        self.tip_arms[free_end].append(arm)
+        # Kept in arm order, so the layout alone (what a snapshot holds) says which end of a
+        # value the next tile on it extends: restore then lays tiles where the original would.
+        bisect.insort(self.tip_arms[free_end], arm)
 
     def _end_round(self) -> list[int]:
         """R12: score the hands, then deal the next round (R4) or finish the game (R13)."""
@@ -454,6 +457,22 @@ def _load(engine: Engine, snap: dict) -> None:
     missing = [k for k in SNAPSHOT_KEYS if k not in snap]
     if missing:
         raise SnapshotError(f"snapshot is missing key(s) {missing}")
+    # Container types first, so that a wrong type is named rather than failing deep inside.
+    lists = ("hands", "boneyard", "table", "open_ends", "scores", "winners")
+    extras = ("arms", "voids", "played_by", "history")
+    for key in lists + tuple(k for k in extras if k in snap):
+        if not isinstance(snap[key], list):
+            raise SnapshotError(f"{key} must be a list; got {type(snap[key]).__name__}")
+    if "config" in snap and not isinstance(snap["config"], dict):
+        raise SnapshotError(f"config must be a dict of config fields; got {snap['config']!r}")
+    if not isinstance(snap["game_over"], bool):
+        raise SnapshotError(f"game_over must be true or false; got {snap['game_over']!r}")
+    for key in ("voids", "played_by"):
+        if key in snap and len(snap[key]) != n:
+            raise SnapshotError(f"{key} must list {n} seats; got {len(snap[key])}")
+    foot_arm = snap.get("foot_arm", -1)
+    if isinstance(foot_arm, bool) or not isinstance(foot_arm, int):
+        raise SnapshotError(f"foot_arm must be an int; got {foot_arm!r}")
     if "config" in snap:
         theirs = ChickenFootConfig.from_dict(snap["config"]).to_dict()
         ours = cfg.to_dict()
@@ -508,6 +527,8 @@ def _load(engine: Engine, snap: dict) -> None:
         raise SnapshotError(f"hands must list {n} hands")
     engine._hands = np.zeros((n, count), dtype=bool)
     for s, hand in enumerate(snap["hands"]):
+        if not isinstance(hand, list):
+            raise SnapshotError(f"hands[{s}] must be a list of tiles; got {hand!r}")
         ids = [tile(p, f"hands[{s}]") for p in hand]
         claim(ids, f"hand {s}")
         engine._hands[s, ids] = True
@@ -532,7 +553,7 @@ def _load(engine: Engine, snap: dict) -> None:
     engine.open_count = [0] * (top + 1)
     foot = snap["foot"]
     if foot is not None:
-        if not isinstance(foot, dict) or set(foot) < {"double", "toes_left"}:
+        if not isinstance(foot, dict) or not {"double", "toes_left"} <= set(foot):
             raise SnapshotError(f"foot must be null or {{'double': d, 'toes_left': k}}; got {foot!r}")
         toes = foot["toes_left"]
         if isinstance(toes, bool) or not isinstance(toes, int) or not 1 <= toes <= cfg.toes:
@@ -547,7 +568,7 @@ def _load(engine: Engine, snap: dict) -> None:
     engine.spinner_empty = empty
     open_ends = sorted(value(v, "open_ends") for v in snap["open_ends"])
     if "arms" in snap:
-        _load_arms(engine, snap["arms"], snap.get("foot_arm", -1), start, table)
+        _load_arms(engine, snap["arms"], foot_arm, start, table)
         derived = sorted(v for v, c in enumerate(engine.open_count) for _ in range(c))
         if derived != open_ends:
             raise SnapshotError(f"open_ends {open_ends} disagree with the arms (which give {derived})")
@@ -567,7 +588,12 @@ def _load(engine: Engine, snap: dict) -> None:
     scores = snap["scores"]
     if not isinstance(scores, list) or len(scores) != n:
         raise SnapshotError(f"scores must list {n} seats")
-    engine.game_over = snap["game_over"] is True
+    engine.game_over = snap["game_over"]
+    if engine.game_over and rnd != cfg.num_rounds - 1:
+        raise SnapshotError(
+            f"game_over is true in round {rnd}, but a game ends after its last round "
+            f"{cfg.num_rounds - 1} (R4)"
+        )
     played = rnd + 1 if engine.game_over else rnd
     for s, rows in enumerate(scores):
         if not isinstance(rows, list) or len(rows) != played:
@@ -588,6 +614,13 @@ def _load(engine: Engine, snap: dict) -> None:
         if not engine.on_table[ids].all():
             raise SnapshotError("played_by names a tile that is not on the table")
         engine.played_by[s, ids] = True
+    for h in snap.get("history", []):
+        if not (
+            isinstance(h, list)
+            and len(h) == 3
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in h)
+        ):
+            raise SnapshotError(f"history entries are [round, seat, action]; got {h!r}")
     engine.history = [tuple(h) for h in snap.get("history", [])]
     engine.rng = np.random.default_rng()
     if "rng" in snap:
@@ -607,6 +640,8 @@ def _load_arms(engine: Engine, arms: list, foot_arm: int, start: int, table: lis
     placed: set[int] = set()
     spinner = 0
     for index, spec in enumerate(arms):
+        if not isinstance(spec, dict) or not {"parent", "tiles"} <= set(spec):
+            raise SnapshotError(f"arm {index} must be {{'parent': p, 'tiles': [...]}}; got {spec!r}")
         parent = spec["parent"]
         if parent == -1:
             spinner += 1
@@ -639,6 +674,14 @@ def _load_arms(engine: Engine, arms: list, foot_arm: int, start: int, table: lis
             f"spinner_arms_empty is {engine.spinner_empty} but the arms fill {spinner} of {cfg.spinner_arms}"
         )
     engine.foot_arm = foot_arm if engine.foot_value >= 0 else -1
+    for index, arm in enumerate(engine.arms):  # R9: every other chicken foot has all its toes
+        if arm.tiles and tables.is_double[arm.tiles[-1][0]] and index != engine.foot_arm:
+            toes = sum(1 for a in engine.arms if a.parent == index)
+            if toes != cfg.toes:
+                raise SnapshotError(
+                    f"arm {index} ends in a chicken-foot double with {toes} of {cfg.toes} toes, "
+                    f"so a foot must be pending (R9); the snapshot's foot says otherwise"
+                )
     if engine.foot_value >= 0:
         toes = sum(1 for a in engine.arms if a.parent == foot_arm)
         if not (0 <= foot_arm < len(engine.arms)) or cfg.toes - toes != engine.toes_left:

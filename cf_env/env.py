@@ -44,7 +44,7 @@ class raw_env(AECEnv):
 
     def __init__(self, render_mode: str | None = None, max_cycles: int | None = None, **config):
         super().__init__()
-        self.config = ChickenFootConfig(**config)
+        self.config = ChickenFootConfig.from_dict(config)  # unknown fields: ValueError
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}; got {render_mode!r}"
@@ -114,19 +114,21 @@ class raw_env(AECEnv):
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             return self._was_dead_step(action)
-        self._cumulative_rewards[agent] = 0.0
-        self._clear_rewards()
         try:
             finished = self.engine.step(action)
         except IllegalActionError:
             if self.config.illegal_action == "raise":
-                raise
+                raise  # before any bookkeeping: the env, pending rewards included, is unchanged
+            self._cumulative_rewards[agent] = 0.0
+            self._clear_rewards()
             # PettingZoo classic semantics: the offender is penalised and the game ends.
             self.rewards[agent] = -1.0
             self.terminations = dict.fromkeys(self.agents, True)
             self.infos[agent] = {"illegal_action": True}
             self._accumulate_rewards()
             return
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
         self.num_steps += 1
         self._after_engine_step(finished)
         self._accumulate_rewards()
@@ -182,6 +184,11 @@ class raw_env(AECEnv):
 
     def restore(self, snapshot: dict) -> None:
         """Continue from `snapshot`; the env's agents and flags follow the restored game."""
+        if not isinstance(snapshot, dict):
+            raise SnapshotError(f"a snapshot is a dict; got {type(snapshot).__name__}")
+        steps = snapshot.get("num_steps", 0)
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise SnapshotError(f"num_steps must be a non-negative int; got {steps!r}")
         seeder = np.random.default_rng()
         if "seeder" in snapshot:  # checked before the engine changes, so a bad one changes nothing
             try:
@@ -198,7 +205,7 @@ class raw_env(AECEnv):
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
         self.infos = {agent: {} for agent in self.agents}
-        self.num_steps = int(snapshot.get("num_steps", 0))
+        self.num_steps = steps
         self._after_engine_step([])
 
 
