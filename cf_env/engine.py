@@ -199,6 +199,9 @@ class Engine:
         return 1 << (cfg.draw_action if self.boneyard else cfg.pass_action)
 
     def _check_action(self, action: object) -> int:
+        # A 0-d integer array is what SB3's predict() returns for one observation.
+        if isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
+            action = action[()]
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
             raise IllegalActionError(
                 f"action must be an int in 0..{self.config.num_actions - 1}; "

@@ -203,6 +203,8 @@ def test_illegal_actions_raise_and_leave_state_unchanged():
         assert json.dumps(env.unwrapped.snapshot()) == snap
     legal = int(np.flatnonzero(mask)[0])
     env.step(np.int64(legal))  # numpy integers are fine
+    mask = env.observe(env.agent_selection)["action_mask"]
+    env.step(np.array(int(np.flatnonzero(mask)[0])))  # so is SB3 predict()'s 0-d int array
 
 
 def test_penalize_mode_ends_the_game_with_a_penalty():
