@@ -145,7 +145,11 @@ class ISMCTSPolicy:
         return hands, unseen[~taken].tolist()
 
     def determinize(self, state: ObservedState) -> Engine:
-        """An engine holding one sampled deal consistent with `state`, me to act as seat 0."""
+        """An engine holding one sampled deal consistent with `state`, me to act as seat 0.
+
+        Called only with a real choice to make: the search engine takes forced moves itself
+        (`skip_forced`), so a position with one legal action would be played on at once.
+        """
         cfg, pairs = self.config, self.tables.pairs
         opponents, boneyard = self.sample_hidden(state)
         hands = [np.flatnonzero(state.hand).tolist(), *opponents]

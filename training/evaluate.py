@@ -143,13 +143,20 @@ def play_game(
     seat_policies: Sequence[Policy],
     seat_labels: Sequence[str],
     engine_seed: int,
+    dealt: list[dict] | None = None,
 ) -> Engine:
-    """Play one game from `engine.reset(engine_seed)`; returns the finished engine."""
+    """Play one game from `engine.reset(engine_seed)`; returns the finished engine.
+
+    `dealt`, if given, receives each round's deal as it starts: every seat's hand (tile ids,
+    after R5 placed the start double) and the boneyard in draw order.
+    """
     engine.reset(engine_seed)
     for policy in seat_policies:
         reset = getattr(policy, "reset", None)
         if callable(reset):
             reset()
+    if dealt is not None:
+        dealt.append(_deal_record(engine))
     while not engine.game_over:
         mask = engine.legal_action_mask()
         legal = np.flatnonzero(mask)
@@ -160,8 +167,18 @@ def play_game(
             observation = {"observation": encoder.observe(engine, seat), "action_mask": mask}
             raw = seat_policies[seat].act(observation)
             action = _checked_action(raw, mask, engine, seat_labels[seat], seat)
-        engine.step(action)
+        finished = engine.step(action)
+        if finished and dealt is not None and not engine.game_over:
+            dealt.append(_deal_record(engine))
     return engine
+
+
+def _deal_record(engine: Engine) -> dict:
+    return {
+        "round": engine.round,
+        "hands": [engine.hand(seat) for seat in range(engine.num_players)],
+        "boneyard": engine.boneyard[::-1],  # the engine draws from the end of its list
+    }
 
 
 def _play_block(job: tuple) -> list[dict]:
@@ -181,10 +198,12 @@ def _play_block(job: tuple) -> list[dict]:
             slots = rotation_seats(n, rotation)
             seat_policies = [policies[j] for j in slots]
             seat_labels = [labels[owners[j]] for j in slots]
-            play_game(engine, encoder, seat_policies, seat_labels, engine_seed)
+            dealt: list[dict] | None = [] if record else None
+            play_game(engine, encoder, seat_policies, seat_labels, engine_seed, dealt)
             game = {"slots": slots, "scores": [list(s) for s in engine.scores],
                     "winners": list(engine.winners)}
             if record:
+                game["dealt"] = dealt
                 game["history"] = [list(h) for h in engine.history]
             games.append(game)
         results.append({"deal": deal, "engine_seed": engine_seed, "games": games})
@@ -254,7 +273,9 @@ def evaluate(
     Each item is a policy spec (see `cf_env.policies.load_policy`) or a factory
     `f(config=..., seed=...) -> Policy` (picklable when `workers > 1`). Returns a JSON-serialisable
     dict (see the module docstring and `format_markdown`). `record`, if given, is a JSON-lines
-    file that receives one line per game (seats, scores, winners, action history).
+    file that receives one line per game: deal, rotation, engine seed, the policy at each seat,
+    scores, winners, each round's deal (hands and boneyard, tile ids) and the action history
+    [(round, seat, action)].
     """
     if not isinstance(config, ChickenFootConfig):
         raise ValueError(f"config must be a ChickenFootConfig; got {type(config).__name__}")
@@ -319,6 +340,7 @@ def evaluate(
                                     "seats": [labels[owners[j]] for j in game["slots"]],
                                     "scores": game["scores"],
                                     "winners": game["winners"],
+                                    "dealt": game["dealt"],
                                     "history": game["history"],
                                 }
                             )

@@ -1,0 +1,212 @@
+"""`training.evaluate`: duplicate deals with seat rotation, worker-independent results, intervals,
+bot strength ordering, user-policy errors, and the CLI outputs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from cf_env import ChickenFootConfig
+from training.evaluate import (
+    IllegalPolicyActionError,
+    evaluate,
+    lineup,
+    main,
+    rotation_seats,
+)
+from training.stats import fractional_ranks, mean_ci, t_quantile
+
+SMALL = ChickenFootConfig(num_players=3, max_pips=6, num_rounds=2)
+
+
+class AlwaysPass:
+    """A user policy that ignores the mask: PASS is illegal whenever a tile can be placed."""
+
+    def __init__(self, config, seed=None):
+        self.pass_action = config.pass_action
+
+    def act(self, observation):
+        return self.pass_action
+
+
+def always_pass(config, seed=None):
+    return AlwaysPass(config, seed)
+
+
+def returns_a_float(config, seed=None):
+    class FloatPolicy:
+        def act(self, observation):
+            return 1.5
+
+    return FloatPolicy()
+
+
+def read_records(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# --------------------------------------------------------------------------- duplicate deals
+def test_rotation_replays_identical_deals(tmp_path):
+    record = tmp_path / "games.jsonl"
+    cfg = ChickenFootConfig(num_players=4, num_rounds=2)
+    evaluate(["heuristic", "greedy", "random"], cfg, deals=3, seed=9, record=record)
+    games = read_records(record)
+    assert len(games) == 3 * 4
+    for deal in range(3):
+        group = [g for g in games if g["deal"] == deal]
+        assert [g["rotation"] for g in group] == [0, 1, 2, 3]
+        # Every round of every rotation deals the same hands to each seat position and the same
+        # boneyard order (R3-R5), while the policies move one seat on each time.
+        for game in group[1:]:
+            assert game["dealt"] == group[0]["dealt"]
+            assert len(game["dealt"]) == 2
+        lineups = [g["seats"] for g in group]
+        for k, seats in enumerate(lineups):
+            assert seats == [lineups[0][(s - k) % 4] for s in range(4)]
+        # Each policy slot sat at every seat once.
+        assert sorted(tuple(sorted(col)) for col in zip(*lineups)) == [tuple(sorted(lineups[0]))] * 4
+        # The recorded play is a legal game of exactly that deal (the actions replay on it).
+        from cf_env import Engine
+
+        for game in group:
+            engine = Engine(cfg, seed=game["engine_seed"])
+            for _, _, action in game["history"]:
+                engine.step(action)
+            assert engine.scores == game["scores"] and engine.winners == game["winners"]
+    # Different deals really are different.
+    firsts = [next(g for g in games if g["deal"] == d)["dealt"][0]["hands"] for d in range(3)]
+    assert firsts[0] != firsts[1] != firsts[2]
+
+
+def test_lineup_and_rotation_helpers():
+    assert lineup(4, 4) == [0, 1, 2, 3]
+    assert lineup(3, 4) == [0, 1, 2, 1]
+    assert lineup(2, 5) == [0, 1, 1, 1, 1]
+    assert rotation_seats(4, 1) == [3, 0, 1, 2]  # slot 0 sits at seat 1 in rotation 1
+    with pytest.raises(ValueError, match="at most num_players"):
+        lineup(5, 4)
+    with pytest.raises(ValueError, match="at least one opponent"):
+        lineup(1, 4)
+
+
+def test_same_seed_gives_identical_json_whatever_the_workers():
+    one = evaluate(["greedy", "random"], SMALL, deals=20, seed=3, workers=1)
+    two = evaluate(["greedy", "random"], SMALL, deals=20, seed=3, workers=2)
+    assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
+    other = evaluate(["greedy", "random"], SMALL, deals=20, seed=4, workers=1)
+    assert json.dumps(other) != json.dumps(one)
+
+
+def test_result_shape_and_invariants():
+    result = evaluate(["greedy", "random", "random"], SMALL, deals=12, seed=1)
+    json.dumps(result)  # JSON-serialisable
+    assert result["lineup"] == ["greedy", "random", "random#2"]
+    assert result["config"]["num_rounds"] == 2 and result["deals"] == 12 and result["seed"] == 1
+    assert result["games"] == 12 * 3
+    names = [p["name"] for p in result["policies"]]
+    n = SMALL.num_players
+    for policy in result["policies"]:
+        for metric in ("win_rate", "round_score", "game_total", "rank"):
+            ci = policy[metric]
+            assert set(ci) == {"mean", "ci_low", "ci_high"}
+            assert ci["ci_low"] <= ci["mean"] <= ci["ci_high"]
+        assert policy["game_total"]["mean"] == pytest.approx(2 * policy["round_score"]["mean"])
+    seats = [p["seats"] for p in result["policies"]]
+    # One unit of win per game, shared between seats (R13); ranks 1..n per game.
+    assert sum(s * p["win_rate"]["mean"] for s, p in zip(seats, result["policies"])) == (
+        pytest.approx(1.0)
+    )
+    assert sum(s * p["rank"]["mean"] for s, p in zip(seats, result["policies"])) == (
+        pytest.approx(n * (n + 1) / 2)
+    )
+    for diff, opponent in zip(result["differences"], result["policies"][1:]):
+        assert diff["opponent"] == opponent["name"]
+        agent = result["policies"][0]
+        assert diff["win_rate"]["mean"] == pytest.approx(
+            agent["win_rate"]["mean"] - opponent["win_rate"]["mean"]
+        )
+    assert sorted(r["name"] for r in result["ratings"]) == sorted(names)
+    assert [p["rating"]["mu"] for p in result["policies"]] != [25.0] * 3
+
+
+def test_single_round_mode_plays_one_round_per_game(tmp_path):
+    record = tmp_path / "games.jsonl"
+    result = evaluate(["greedy", "random"], SMALL, deals=4, single_round=True, record=record)
+    assert result["config"]["num_rounds"] == 1 and result["single_round"] is True
+    assert all(len(rows) == 1 for g in read_records(record) for rows in g["scores"])
+
+
+# --------------------------------------------------------------------------- strength
+def test_bots_are_ordered_random_greedy_heuristic():
+    cfg = ChickenFootConfig(num_players=4)
+    mixed = evaluate(["heuristic", "greedy", "random"], cfg, deals=300, seed=0, single_round=True)
+    plain = evaluate(["greedy", "random"], cfg, deals=60, seed=0, single_round=True)
+    beats = {(d["agent"], d["opponent"]): d for d in mixed["differences"] + plain["differences"]}
+    for pair in [("heuristic", "greedy"), ("heuristic", "random"), ("greedy", "random")]:
+        diff = beats[pair]
+        assert diff["round_score"]["ci_high"] < 0, (pair, diff)  # fewer points left in hand
+        assert diff["win_rate"]["ci_low"] > 0, (pair, diff)
+        assert diff["rank"]["ci_high"] < 0, (pair, diff)
+
+
+def test_ismcts_with_a_small_budget_beats_random():
+    cfg = ChickenFootConfig(num_players=4)
+    result = evaluate(["ismcts:10", "random"], cfg, deals=16, seed=0, single_round=True)
+    diff = result["differences"][0]
+    assert diff["round_score"]["ci_high"] < 0, diff
+    assert diff["rank"]["ci_high"] < 0, diff
+
+
+# --------------------------------------------------------------------------- errors
+def test_illegal_action_from_a_user_policy_names_the_policy():
+    with pytest.raises(IllegalPolicyActionError, match=r"policy 'always_pass' at seat \d") as err:
+        evaluate([always_pass, "random"], SMALL, deals=2)
+    assert "returned illegal action" in str(err.value) and "legal actions:" in str(err.value)
+    with pytest.raises(IllegalPolicyActionError, match="returned_a_float|returns_a_float"):
+        evaluate(["greedy", returns_a_float], SMALL, deals=2)
+
+
+def test_illegal_action_in_a_worker_process_names_the_spec():
+    # The spec form `module:factory`; the error crosses the process boundary intact.
+    with pytest.raises(IllegalPolicyActionError, match="policy 'test_evaluate:always_pass'"):
+        evaluate(["random", "test_evaluate:always_pass"], SMALL, deals=16, workers=2)
+
+
+def test_bad_arguments_are_rejected_with_a_reason():
+    with pytest.raises(ValueError, match="deals must be an int >= 2"):
+        evaluate(["greedy", "random"], SMALL, deals=1)
+    with pytest.raises(ValueError, match="unknown policy spec 'nope'"):
+        evaluate(["greedy", "nope"], SMALL, deals=2)
+    with pytest.raises(ValueError, match="cannot be sent to worker processes"):
+        evaluate([lambda config, seed: AlwaysPass(config), "random"], SMALL, deals=2, workers=2)
+
+
+# --------------------------------------------------------------------------- stats and CLI
+def test_t_intervals():
+    assert t_quantile(0.975, 1) == pytest.approx(12.7062, abs=1e-4)
+    assert t_quantile(0.975, 10) == pytest.approx(2.2281, abs=1e-4)
+    assert t_quantile(0.975, 10_000) == pytest.approx(1.9602, abs=1e-4)
+    values = np.array([1.0, 2.0, 4.0, 7.0])
+    ci = mean_ci(values)
+    half = 3.1824 * values.std(ddof=1) / math.sqrt(4)
+    assert ci["mean"] == 3.5
+    assert ci["ci_high"] - 3.5 == pytest.approx(half, rel=1e-4)
+    assert fractional_ranks([(10,), (3,), (10,), (0,)]) == [3.5, 2.0, 3.5, 1.0]
+
+
+def test_cli_writes_json_markdown_and_png(tmp_path, capsys):
+    out = tmp_path / "res" / "eval.json"
+    main(["--agent", "greedy", "--opponents", "random", "--players", "3", "--max-pips", "6",
+          "--rounds", "2", "--deals", "6", "--seed", "2", "--out", str(out), "--no-progress"])
+    printed = capsys.readouterr().out
+    assert "| greedy | 1 |" in printed and "greedy − random" in printed
+    result = json.loads(out.read_text())
+    assert result["config"]["max_pips"] == 6 and result["config"]["num_rounds"] == 2
+    assert out.with_suffix(".md").read_text() in printed
+    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SystemExit):
+        main(["--agent", "greedy", "--opponents", "random", "--players", "99", "--deals", "2",
+              "--out", str(out), "--no-progress"])
