@@ -24,7 +24,7 @@ from cf_env.record import (
     round_end_view,
     write_record,
 )
-from cf_env.render_image import canvas_size
+from cf_env.render_image import canvas_size, render_rgb
 from cf_env.replay import main as replay_main
 
 SMALL = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=3)
@@ -196,8 +196,6 @@ def test_replay_cli_single_picture_and_move_list(tmp_path, capsys):
     assert replay_main([str(path), "--out", str(png), "--viewer", "1"]) == 0
     with Image.open(png) as image:
         picture = np.asarray(image.convert("RGB"))
-    from cf_env.render_image import render_rgb
-
     # The picture of the record's end is the picture of the engine that played it.
     assert np.array_equal(picture, render_rgb(engine, viewer=1))
     assert replay_main([str(path), "--moves"]) == 0
