@@ -44,6 +44,17 @@ def returns_a_float(config, seed=None):
     return FloatPolicy()
 
 
+def greedy_as_array(config, seed=None):
+    """Greedy, returning 0-d integer arrays as SB3's predict() does."""
+    from cf_env.bots import GreedyPolicy
+
+    class ArrayGreedy(GreedyPolicy):
+        def act(self, observation):
+            return np.asarray(super().act(observation), dtype=np.int64)
+
+    return ArrayGreedy(config, seed)
+
+
 def read_records(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -167,6 +178,12 @@ def test_illegal_action_from_a_user_policy_names_the_policy():
     assert "returned illegal action" in str(err.value) and "legal actions:" in str(err.value)
     with pytest.raises(IllegalPolicyActionError, match="returned_a_float|returns_a_float"):
         evaluate(["greedy", returns_a_float], SMALL, deals=2)
+
+
+def test_zero_d_integer_arrays_are_accepted_as_actions():
+    as_array = evaluate([greedy_as_array, "random"], SMALL, deals=4, seed=5)
+    as_int = evaluate(["greedy", "random"], SMALL, deals=4, seed=5)
+    assert as_array["policies"][0]["round_score"] == as_int["policies"][0]["round_score"]
 
 
 def test_illegal_action_in_a_worker_process_names_the_spec():

@@ -125,6 +125,8 @@ def _build(item: PolicyItem, config: ChickenFootConfig, seed: int) -> Policy:
 
 def _checked_action(action: object, mask: np.ndarray, engine: Engine, label: str, seat: int) -> int:
     legal = np.flatnonzero(mask)
+    if isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
+        action = action[()]  # what SB3's predict() returns for one observation
     ok = isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_))
     if ok and 0 <= int(action) < mask.size and mask[int(action)]:
         return int(action)
