@@ -21,6 +21,7 @@ Exit codes: 0 the game ended, or you quit (``q`` or end of input); 1 an opponent
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TextIO
 
@@ -318,6 +319,9 @@ def main(
             pass
         return 130
     except BrokenPipeError:
+        # The reader went away (e.g. `| head`): silence the final flush, as the Python docs advise.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
 
 

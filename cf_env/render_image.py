@@ -391,7 +391,8 @@ class _Painter:
     def __init__(self, draw: ImageDraw.ImageDraw, px: float, ox: float, oy: float, max_pips: int):
         self.draw, self.px, self.ox, self.oy = draw, px, ox, oy
         self.dots = max_pips <= 9 and px * HALF >= 18
-        self.digit_size = max(6, int(px * HALF * 0.62))
+        # Two-digit values must fit a half (a HALF×HALF square): about 0.7 of its side.
+        self.digit_size = max(6, int(px * HALF * 0.7))
         self.label_font = _font(max(10, px * 0.24))
         self.line = max(1, round(px / 40))
 
