@@ -25,7 +25,7 @@ from cf_env import ChickenFootConfig, Engine
 from cf_env.play import main as play_main
 from cf_env.policies import register_policy
 from cf_env.record import read_record, replay_engine
-from cf_env.render import move_name
+from cf_env.render import arm_labels, move_name
 from cf_env.render_image import canvas_size
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,6 +200,14 @@ def test_move_names_say_where_the_tile_goes():
                 lo, hi = engine.tables.pairs[tile]
                 attached = hi if side else lo
                 assert name.startswith(f"play {attached}|") and f"on the {attached} end of" in name
-                seen_arm = True
+                # The named arm is the one the engine puts the tile on.
+                after = engine.clone()
+                after.step(action)
+                if after.round == engine.round:  # (a tile that ends the round is not laid out)
+                    labels = arm_labels(after)
+                    arms = enumerate(after.arms)
+                    home = next(i for i, arm in arms if (tile, attached) in arm.tiles)
+                    assert name.split(" end of ")[1].split()[1] == labels[home]
+                    seen_arm = True
         engine.step(int(rng.choice(engine.legal_actions())))
     assert seen_foot and seen_arm
