@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .actions import decode
 from .config import ChickenFootConfig
 from .observation import Encoder
 from .policies import register_policy
@@ -165,34 +164,40 @@ class HeuristicPolicy:
         plays = legal[legal < self.config.draw_action]
         if plays.size == 0:  # cannot place: DRAW or PASS, whichever is legal (R8)
             return int(legal[0])
-        state = self.decoder.decode(observation["observation"])
-        scores = np.array([self.score(state, int(a)) for a in plays])
+        scores = self.scores(self.decoder.decode(observation["observation"]), plays)
         best = plays[scores >= scores.max() - 1e-9]
         return int(best[0] if best.size == 1 else self.rng.choice(best))
 
     def score(self, state: ObservedState, action: int) -> float:
         """The heuristic value of one legal play (see the class docstring)."""
-        move = decode(self.tables, action)
-        tile, a, b = move.tile, move.attached, move.free_end
-        rest = state.hand.copy()
-        rest[tile] = False
-        held = self.has_value[rest].sum(axis=0)  # tiles I keep, per value
+        return float(self.scores(state, np.array([action]))[0])
+
+    def scores(self, state: ObservedState, plays: np.ndarray) -> np.ndarray:
+        """The heuristic values of legal plays (action ids), computed together."""
+        tables = self.tables
+        tiles, side = plays // 2, plays % 2
+        a = np.where(side == 1, tables.hi[tiles], tables.lo[tiles])  # attached value
+        b = np.where(side == 1, tables.lo[tiles], tables.hi[tiles])  # new open end
+        held = self.has_value[state.hand].sum(axis=0)
+        # Tiles I keep per value once the played tile (which carries both a and b) is gone.
+        keep_a, keep_b = held[a] - 1, held[b] - 1
         danger = state.hand_sizes[1:].min() <= self.DANGER_TILES
-        value = self.points[tile] * (2.0 if danger else 1.0)
+        value = self.points[tiles] * (2.0 if danger else 1.0)
         normal = state.foot < 0 and state.spinner_empty == 0  # R6 (not R7 spinner, not R9 toes)
-        if normal and state.open_counts[a] == 1:
-            value -= self.W_KEEP * held[a]
         opp_void = state.voids.sum(axis=0)
-        if normal and a == b:  # a double on an open end starts a chicken foot (R9)
-            toes = self.config.toes
-            unseen = self.has_value[~(state.hand | state.table), a].sum()
-            value += self.W_DOUBLE + self.W_FOOT_VOID * opp_void[a]
-            value += self.W_FOOT_HELD * min(int(held[a]), toes)
-            if held[a] == 0 and unseen < toes:
-                value -= self.W_FOOT_ALONE
-        else:
-            value += self.W_FOLLOW * held[b] + self.W_VOID_END * opp_void[b]
-        return float(value)
+        if not normal:
+            return value + self.W_FOLLOW * keep_b + self.W_VOID_END * opp_void[b]
+        value -= self.W_KEEP * keep_a * (state.open_counts[a] == 1)
+        toes = self.config.toes
+        unseen = self.has_value[~(state.hand | state.table)].sum(axis=0)
+        foot = (  # a double on an open end starts a chicken foot (R9)
+            self.W_DOUBLE
+            + self.W_FOOT_VOID * opp_void[a]
+            + self.W_FOOT_HELD * np.minimum(keep_a, toes)
+            - self.W_FOOT_ALONE * ((keep_a == 0) & (unseen[a] < toes))
+        )
+        other = self.W_FOLLOW * keep_b + self.W_VOID_END * opp_void[b]
+        return value + np.where(a == b, foot, other)
 
 
 def _ismcts_factory(config: ChickenFootConfig, seed: int | None = None, arg: str = ""):

@@ -160,12 +160,12 @@ def play_game(
     if dealt is not None:
         dealt.append(_deal_record(engine))
     while not engine.game_over:
-        mask = engine.legal_action_mask()
-        legal = np.flatnonzero(mask)
+        legal = engine.legal_actions()
         seat = engine.current
-        if legal.size == 1:
-            action = int(legal[0])
+        if len(legal) == 1:
+            action = legal[0]
         else:
+            mask = engine.legal_action_mask()
             observation = {"observation": encoder.observe(engine, seat), "action_mask": mask}
             raw = seat_policies[seat].act(observation)
             action = _checked_action(raw, mask, engine, seat_labels[seat], seat)
