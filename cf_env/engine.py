@@ -234,15 +234,19 @@ class Engine:
         if action == cfg.draw_action:
             # The seat showed it holds none of the playable values; drawing adds an unseen
             # tile, so older knowledge about this seat is dropped.
-            self.voids[seat] = False
-            self.voids[seat, values] = True
+            shown = self.voids[seat]
+            shown[:] = False
+            for value in values:
+                shown[value] = True
             tile = self._draw(seat)
             while cfg.draw_until_playable and self.boneyard and not self._fits(tile):
                 tile = self._draw(seat)
             self.drawn_tile = tile
         elif action == cfg.pass_action:
             if self.drawn_tile < 0:
-                self.voids[seat, values] = True
+                shown = self.voids[seat]
+                for value in values:
+                    shown[value] = True
             self.drawn_tile = -1
             self.current = (seat + 1) % cfg.num_players
         else:

@@ -95,7 +95,12 @@ def state_layout(cfg: ChickenFootConfig) -> Layout:
 
 
 class Encoder:
-    """Fills observation and state vectors for one config; tables are built once."""
+    """Fills observation and state vectors for one config; tables are built once.
+
+    Speed: an observation is built with a dozen slice copies and scalar writes into one fresh
+    buffer (no per-piece temporaries, no fancy indexing); egocentric pieces are two contiguous
+    row blocks of the engine's per-seat arrays (the seats after the viewer, then those before).
+    """
 
     def __init__(self, cfg: ChickenFootConfig):
         self.config = cfg
@@ -108,15 +113,17 @@ class Encoder:
     def observe(self, engine, seat: int) -> np.ndarray:
         cfg, s = self.config, self.layout.slices
         out = np.zeros(self.layout.size, dtype=np.float32)
-        order = self.seat_order[seat]
         out[s["hand"]] = engine.hands[seat]
         self._fill_public(engine, out, s)
         if engine.drawn_tile >= 0 and engine.current == seat:
             out[s["drawn_tile"].start + engine.drawn_tile] = 1
-        out[s["hand_sizes"]] = np.asarray(engine.hand_counts)[order] / cfg.hand_size
-        out[s["opponent_voids"]] = engine.voids[order[1:]].ravel()
-        out[s["opponent_played"]] = engine.played_by[order[1:]].ravel()
-        out[s["scores"]] = np.asarray(engine.totals(), dtype=np.float32)[order] / cfg.points_scale
+        counts = engine.hand_counts
+        out[s["hand_sizes"]] = [c / cfg.hand_size for c in counts[seat:] + counts[:seat]]
+        _put_opponents(out, s["opponent_voids"].start, engine.voids, seat)
+        _put_opponents(out, s["opponent_played"].start, engine.played_by, seat)
+        totals, scale = engine.totals(), cfg.points_scale
+        # float64 division rounded to float32 equals the float32 division (exact int inputs).
+        out[s["scores"]] = [t / scale for t in totals[seat:] + totals[:seat]]
         return out
 
     def state(self, engine) -> np.ndarray:
@@ -137,12 +144,24 @@ class Encoder:
         out[s["table"]] = engine.on_table
         out[s["open_ends"]] = engine.open_count
         if not engine.game_over:
-            out[s["playable_values"].start + np.asarray(engine.playable_values(), dtype=np.int64)] = 1
-        out[s["spinner_arms_empty"]] = engine.spinner_empty
+            start = s["playable_values"].start
+            for value in engine.playable_values():
+                out[start + value] = 1
+        out[s["spinner_arms_empty"].start] = engine.spinner_empty
         if engine.foot_value >= 0:
             out[s["foot_double"].start + engine.foot_value] = 1
-        out[s["foot_toes_left"]] = engine.toes_left
+        out[s["foot_toes_left"].start] = engine.toes_left
         if "boneyard_size" in s:
-            out[s["boneyard_size"]] = len(engine.boneyard) / self.config.num_tiles
+            out[s["boneyard_size"].start] = len(engine.boneyard) / self.config.num_tiles
         out[s["round"].start + engine.round] = 1
         out[s["center"].start + engine.center] = 1
+
+
+def _put_opponents(out: np.ndarray, start: int, per_seat: np.ndarray, seat: int) -> None:
+    """Write the rows of `per_seat` (one per seat) for the opponents of `seat`, clockwise — seats
+    seat+1 .. n-1, then 0 .. seat-1 — flat into `out` from `start`."""
+    after = per_seat[seat + 1 :].reshape(-1)
+    out[start : start + after.size] = after
+    if seat:
+        start += after.size
+        out[start : start + seat * per_seat.shape[1]] = per_seat[:seat].reshape(-1)
