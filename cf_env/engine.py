@@ -81,8 +81,14 @@ class Engine:
         self.config = config if config is not None else ChickenFootConfig()
         self.tables: TileTables = tile_tables(self.config.max_pips)
         self.points = self.tables.points(self.config.double_blank_value)
-        self._mask_bytes = (self.config.num_actions + 7) // 8
+        self._set_constants()
         self.reset(seed)
+
+    def _set_constants(self) -> None:
+        # Hot-path copies of derived config values (config properties compute on each access).
+        self._draw_action = self.config.draw_action
+        self._pass_action = self.config.pass_action
+        self._mask_bytes = (self.config.num_actions + 7) // 8
 
     # ------------------------------------------------------------------ game flow
     def reset(self, seed: int | None = None) -> list[list[int]]:
@@ -107,7 +113,7 @@ class Engine:
             self._hands[seat, order[seat * cfg.hand_size : (seat + 1) * cfg.hand_size]] = True
         self.hand_counts = [cfg.hand_size] * n
         # Internal boneyard is reversed: the next tile drawn is the last element (pop is O(1)).
-        self.boneyard = [int(t) for t in order[n * cfg.hand_size :][::-1]]
+        self.boneyard = order[n * cfg.hand_size :][::-1].tolist()
         self.on_table = np.zeros(count, dtype=bool)
         self.played_by = np.zeros((n, count), dtype=bool)
         self.voids = np.zeros((n, cfg.max_pips + 1), dtype=bool)
@@ -158,8 +164,10 @@ class Engine:
         else:  # R6: any open end
             values = [v for v, c in enumerate(self.open_count) if c]
         self._values = values
-        attach_bits = self.tables.attach_bits
-        self._attach = sum(attach_bits[v] for v in values)  # values are distinct: sum == OR
+        attach, attach_bits = 0, self.tables.attach_bits
+        for value in values:
+            attach |= attach_bits[value]
+        self._attach = attach
         self._legal = None
 
     def playable_values(self) -> list[int]:
@@ -191,23 +199,16 @@ class Engine:
             plays = self.tables.tile_bits[self.drawn_tile] & self._attach
             if plays and cfg.must_play_drawn:
                 return plays
-            return plays | 1 << cfg.pass_action
+            return plays | 1 << self._pass_action
         plays = self._hand_bits[self.current] & self._attach
         if plays:
             return plays
         # R8: draw only when you cannot place; pass once the boneyard is empty
-        return 1 << (cfg.draw_action if self.boneyard else cfg.pass_action)
+        return 1 << (self._draw_action if self.boneyard else self._pass_action)
 
     def _check_action(self, action: object) -> int:
-        # A 0-d integer array is what SB3's predict() returns for one observation.
-        if isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
-            action = action[()]
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-            raise IllegalActionError(
-                f"action must be an int in 0..{self.config.num_actions - 1}; "
-                f"got {action!r} ({type(action).__name__})"
-            )
-        action = int(action)
+        if type(action) is not int:  # plain ints (the usual case) need no conversion
+            action = self._as_int(action)
         if self.game_over:
             raise IllegalActionError(f"action {action}: the game is over; call reset()")
         legal_bits = self._legal_bits()
@@ -221,6 +222,17 @@ class Engine:
             )
         return action
 
+    def _as_int(self, action: object) -> int:
+        # A 0-d integer array is what SB3's predict() returns for one observation.
+        if isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
+            action = action[()]
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+            raise IllegalActionError(
+                f"action must be an int in 0..{self.config.num_actions - 1}; "
+                f"got {action!r} ({type(action).__name__})"
+            )
+        return int(action)
+
     def step(self, action: int) -> list[list[int]]:
         """Apply one action of the acting seat. Returns the points of every round that ended."""
         return self._settle(self._apply(self._check_action(action)))
@@ -231,7 +243,7 @@ class Engine:
         self.history.append((self.round, seat, action))
         values = self._values
         went_out = False
-        if action == cfg.draw_action:
+        if action == self._draw_action:
             # The seat showed it holds none of the playable values; drawing adds an unseen
             # tile, so older knowledge about this seat is dropped.
             shown = self.voids[seat]
@@ -242,7 +254,7 @@ class Engine:
             while cfg.draw_until_playable and self.boneyard and not self._fits(tile):
                 tile = self._draw(seat)
             self.drawn_tile = tile
-        elif action == cfg.pass_action:
+        elif action == self._pass_action:
             if self.drawn_tile < 0:
                 shown = self.voids[seat]
                 for value in values:
@@ -308,7 +320,7 @@ class Engine:
             arm = self.tip_arms[attached].pop(0)
             self.open_count[attached] -= 1
             self.arms[arm].tiles.append((tile, attached))
-            if self.tables.is_double[tile]:  # R9: a double starts a chicken foot
+            if free_end == attached:  # R9: a double starts a chicken foot
                 self.arms[arm].tip = -1
                 self.foot_value, self.foot_arm, self.toes_left = attached, arm, self.config.toes
                 return
@@ -425,7 +437,7 @@ class Engine:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
         fresh = Engine.__new__(Engine)
         fresh.config, fresh.tables, fresh.points = self.config, self.tables, self.points
-        fresh._mask_bytes = self._mask_bytes
+        fresh._set_constants()
         try:
             _load(fresh, snapshot)
         except SnapshotError:
