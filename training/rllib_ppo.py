@@ -388,7 +388,7 @@ class BotRLModule(RLModule):
 
 
 class ChickenFootCallbacks(RLlibCallback):
-    """Seeds bots per env runner; logs the learner seats' win rate at each game end."""
+    """Seeds bots per env runner; logs the learner seats' win rate (R13) against bots."""
 
     def on_episode_created(self, *, env_runner=None, rl_module=None, **kwargs):
         if env_runner is None or rl_module is None:
@@ -405,7 +405,8 @@ class ChickenFootCallbacks(RLlibCallback):
         learners = env_runner.config.env_config.get("learner_agents", [])
         infos = episode.get_infos(-1)
         winners = next((i["winners"] for i in infos.values() if "winners" in i), None)
-        if winners and learners:
+        # In self-play every seat learns and the rate is 1/n by construction: not logged.
+        if winners and learners and len(learners) < len(infos):
             share = [1.0 / len(winners) if a in winners else 0.0 for a in learners]
             metrics_logger.log_value("learner_win_rate", float(np.mean(share)), window=200)
 
