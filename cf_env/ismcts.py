@@ -21,9 +21,10 @@ round and scores it by the round's points (R12), so the fake history cannot chan
 Per iteration: selection by UCB1 with availability counts (an action's statistics are compared
 only over the iterations in which it was legal), expansion of one untried action, a rollout to
 the end of the round with a greedy rule (heaviest playable tile, a double counting
-`ROLLOUT_DOUBLE_BONUS` extra), and back-propagation of each
-seat's zero-sum round reward ((mean of the others' points − own points) / points_scale) to the
-nodes where that seat chose. The move played is the root action with the most visits.
+`ROLLOUT_DOUBLE_BONUS` extra), and back-propagation of each seat's zero-sum round reward
+((mean of the others' points − own points) / points_scale) to the nodes where that seat chose.
+The move played is the root action with the most visits. Exploration 0.25 suits rewards of that
+scale (a 20-point swing is 0.22); 0.7 and 0.1 were weaker against `heuristic`.
 """
 
 from __future__ import annotations
