@@ -88,7 +88,6 @@ class Engine:
         # Hot-path copies of derived config values (config properties compute on each access).
         self._draw_action = self.config.draw_action
         self._pass_action = self.config.pass_action
-        self._mask_bytes = (self.config.num_actions + 7) // 8
 
     # ------------------------------------------------------------------ game flow
     def reset(self, seed: int | None = None) -> list[list[int]]:
@@ -176,9 +175,10 @@ class Engine:
 
     def legal_action_mask(self) -> np.ndarray:
         """The acting seat's legal actions as a fresh int8 array (all zeros once the game is over)."""
-        # Bit a of the legal bitset is action a: unpack the little-endian bytes into one 0/1 each.
-        raw = np.frombuffer(self._legal_bits().to_bytes(self._mask_bytes, "little"), np.uint8)
-        return np.unpackbits(raw, count=self.config.num_actions, bitorder="little").view(np.int8)
+        mask = np.zeros(self.config.num_actions, dtype=np.int8)
+        for action in _bit_indices(self._legal_bits()):  # a handful: faster than unpacking bits
+            mask[action] = 1
+        return mask
 
     def legal_actions(self) -> list[int]:
         return _bit_indices(self._legal_bits())

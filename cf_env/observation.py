@@ -97,9 +97,9 @@ def state_layout(cfg: ChickenFootConfig) -> Layout:
 class Encoder:
     """Fills observation and state vectors for one config; tables are built once.
 
-    Speed: an observation is built with a dozen slice copies and scalar writes into one fresh
-    buffer (no per-piece temporaries, no fancy indexing); egocentric pieces are two contiguous
-    row blocks of the engine's per-seat arrays (the seats after the viewer, then those before).
+    Speed: an observation is a dozen slice copies and scalar writes into one fresh buffer; the
+    opponents' rows of the engine's per-seat arrays are gathered with one `take` in a precomputed
+    clockwise order.
     """
 
     def __init__(self, cfg: ChickenFootConfig):
@@ -109,6 +109,7 @@ class Encoder:
         n = cfg.num_players
         # Egocentric seat order for each viewer: self, then clockwise.
         self.seat_order = [np.array([(seat + k) % n for k in range(n)]) for seat in range(n)]
+        self.opponents = [order[1:] for order in self.seat_order]
 
     def observe(self, engine, seat: int) -> np.ndarray:
         cfg, s = self.config, self.layout.slices
@@ -119,8 +120,9 @@ class Encoder:
             out[s["drawn_tile"].start + engine.drawn_tile] = 1
         counts = engine.hand_counts
         out[s["hand_sizes"]] = [c / cfg.hand_size for c in counts[seat:] + counts[:seat]]
-        _put_opponents(out, s["opponent_voids"].start, engine.voids, seat)
-        _put_opponents(out, s["opponent_played"].start, engine.played_by, seat)
+        opponents = self.opponents[seat]
+        out[s["opponent_voids"]] = engine.voids.take(opponents, axis=0).reshape(-1)
+        out[s["opponent_played"]] = engine.played_by.take(opponents, axis=0).reshape(-1)
         totals, scale = engine.totals(), cfg.points_scale
         # float64 division rounded to float32 equals the float32 division (exact int inputs).
         out[s["scores"]] = [t / scale for t in totals[seat:] + totals[:seat]]
@@ -155,13 +157,3 @@ class Encoder:
             out[s["boneyard_size"].start] = len(engine.boneyard) / self.config.num_tiles
         out[s["round"].start + engine.round] = 1
         out[s["center"].start + engine.center] = 1
-
-
-def _put_opponents(out: np.ndarray, start: int, per_seat: np.ndarray, seat: int) -> None:
-    """Write the rows of `per_seat` (one per seat) for the opponents of `seat`, clockwise — seats
-    seat+1 .. n-1, then 0 .. seat-1 — flat into `out` from `start`."""
-    after = per_seat[seat + 1 :].reshape(-1)
-    out[start : start + after.size] = after
-    if seat:
-        start += after.size
-        out[start : start + seat * per_seat.shape[1]] = per_seat[:seat].reshape(-1)
