@@ -253,7 +253,8 @@ def test_rllib_training_writes_checkpoints_and_an_export_that_evaluate_plays(rll
 
 
 def test_sampling_is_seeded_and_every_runner_deals_its_own_games(rllib, tmp_path):
-    config = tiny_config(rllib, tmp_path, env={"seats": None})
+    # A random bot on seat 0: its choices must follow the seed too.
+    config = tiny_config(rllib, tmp_path, env={"seats": ["random", "learner"]})
 
     def sampled_games(cfg):
         algo = rllib.algorithm_config(cfg).build_algo()
@@ -268,7 +269,8 @@ def test_sampling_is_seeded_and_every_runner_deals_its_own_games(rllib, tmp_path
 
     first = sampled_games(config)
     assert first == sampled_games(config)
-    assert first != sampled_games(tiny_config(rllib, tmp_path, env={"seats": None}, seed=4))
+    assert first != sampled_games(tiny_config(rllib, tmp_path, seed=4,
+                                              env={"seats": ["random", "learner"]}))
 
     # RLlib resets sub-env i of runner w with seed + w + i: runner 1's first sub-env and runner
     # 0's second get the same number, and must still deal different games.
