@@ -94,6 +94,7 @@ class raw_env(AECEnv):
         finished = self.engine.reset(int(self._seeder.integers(2**63)))
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._rewards_pending = True  # .rewards may hold more than the int 0s _clear_rewards sets
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
@@ -123,21 +124,28 @@ class raw_env(AECEnv):
             self._clear_rewards()
             # PettingZoo classic semantics: the offender is penalised and the game ends.
             self.rewards[agent] = -1.0
+            self._rewards_pending = True
             self.terminations = dict.fromkeys(self.agents, True)
             self.infos[agent] = {"illegal_action": True}
             self._accumulate_rewards()
             return
         self._cumulative_rewards[agent] = 0.0
-        self._clear_rewards()
+        # Most steps end no round: then .rewards stays all int 0 (as _clear_rewards leaves it) and
+        # accumulating it would add nothing, so both loops over the agents are skipped.
+        if self._rewards_pending:
+            self._clear_rewards()
+            self._rewards_pending = False
         self.num_steps += 1
         self._after_engine_step(finished)
-        self._accumulate_rewards()
+        if self._rewards_pending:
+            self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
 
     def _after_engine_step(self, finished: list[list[int]]) -> None:
         cfg, engine = self.config, self.engine
         for points in finished:
+            self._rewards_pending = True
             for agent, reward in zip(self.agents, round_rewards(cfg, points)):
                 self.rewards[agent] += reward
         for agent in self.agents:
@@ -146,6 +154,7 @@ class raw_env(AECEnv):
             for agent in self.agents:
                 self.infos[agent]["round_points"] = finished[-1][self.agent_name_mapping[agent]]
         if engine.game_over:
+            self._rewards_pending = True
             for agent, reward in zip(self.agents, game_rewards(cfg, engine.winners)):
                 self.rewards[agent] += reward
             self.terminations = dict.fromkeys(self.agents, True)
@@ -201,6 +210,7 @@ class raw_env(AECEnv):
         self._seeder = seeder
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._rewards_pending = True  # .rewards may hold more than the int 0s _clear_rewards sets
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
