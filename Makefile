@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint clean
+.PHONY: run test test-rllib lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,20 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -n 2
 
+# Ray pins an older gymnasium, so the RLlib tests get a venv of their own (CI runs both).
+RLLIB_VENV ?= .venv-rllib
+$(RLLIB_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(RLLIB_VENV)
+	$(RLLIB_VENV)/bin/python -m pip install -q --upgrade pip
+	$(RLLIB_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(RLLIB_VENV)/bin/python -m pip install -q -e '.[dev,rllib]'
+	touch $@
+
+test-rllib: $(RLLIB_VENV)/.installed
+	$(RLLIB_VENV)/bin/python -m pytest -q tests/test_rllib.py
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check cf_env training tests
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(RLLIB_VENV)
