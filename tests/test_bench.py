@@ -1,0 +1,119 @@
+"""The benchmark runs end to end at tiny sizes and measures what it claims (issue 5).
+
+No timed assertions: speed is reported by `python -m cf_env.bench`, never asserted here.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from cf_env import bench
+from cf_env.config import ChickenFootConfig
+from cf_env.env import raw_env
+
+TINY_CFG = ChickenFootConfig(max_pips=6, num_players=2, num_rounds=1)
+TINY = bench.Budget(
+    seconds=0.01,
+    repeats=1,
+    ppo_rollouts={1: 1, 2: 1},
+    ppo_n_steps=8,
+    ppo_repeats=1,
+    memory_instances=2,
+    scaling=False,
+)
+
+
+def test_run_measures_every_loop_ppo_and_memory(capsys):
+    results = bench.run(TINY, peers=False, ppo=True, configs={"tiny": TINY_CFG})
+    figures = results["configs"]["tiny"]
+    assert set(figures["rates"]) == {"engine", "engine+obs", "raw AEC", "wrapped AEC", "single-agent"}
+    assert all(rate > 0 for rate in figures["rates"].values())
+    assert set(figures["ppo"]) == {"ours x1", "constant x1", "ours x2", "constant x2"}
+    assert figures["ratios"]["ppo ours/constant x2"] > 0
+    assert all(size > 0 for size in figures["memory_bytes"].values())
+    out = capsys.readouterr().out
+    assert "Throughput, tiny config: double-6, 2 players" in out
+    assert "MaskablePPO learner steps" in out
+
+
+def test_missing_peers_are_reported_not_faked(monkeypatch, capsys):
+    real = bench.available
+    monkeypatch.setattr(bench, "available", lambda m: False if m in ("pygame", "pyspiel") else real(m))
+    figures = bench.section("tiny", TINY_CFG, TINY, peers=True, ppo=False)
+    assert "connect_four raw" not in figures["rates"]
+    assert figures["ratios"]["raw AEC / connect_four raw"] is None
+    assert "peer not installed (pip install .[bench])" in capsys.readouterr().out
+
+
+def test_ratio_pairs_rates_from_the_same_round():
+    # Round ratios 2, 3, 4 -> median 3; the ratio of the medians (4 / 1) would hide the pairing.
+    group = bench.Group({"a": [2.0, 9.0, 4.0], "b": [1.0, 3.0, 1.0]})
+    assert group.ratio("a", "b") == 3.0
+    assert group.median("a") == 4.0
+    assert group.spread("a") == pytest.approx((9.0 - 2.0) / 4.0)
+
+
+def test_measure_group_interleaves_loops_within_a_round():
+    calls: list[str] = []
+
+    def busy(name):
+        def run(k):
+            calls.append(name)
+            end = time.process_time() + 0.0005 * k / 10
+            while time.process_time() < end:
+                pass
+            return k
+
+        return run
+
+    group = bench.measure_group(
+        {"a": busy("a"), "b": busy("b")}, bench.Budget(seconds=0.02, repeats=2), slice_seconds=0.002
+    )
+    assert [len(rates) for rates in group.rates.values()] == [2, 2]
+    assert all(rate > 0 for rates in group.rates.values() for rate in rates)
+    measured = calls[calls.index("b") + 1 :]  # after warm-up and calibration
+    switches = sum(1 for x, y in zip(measured, measured[1:]) if x != y)
+    assert switches >= 4  # the loops took turns, not one long stretch each
+
+
+def test_loops_play_real_games_with_legal_actions():
+    env = raw_env(**TINY_CFG.to_dict())
+    loop = bench.aec_loop(env)
+    assert loop(500) == 500  # several games: the loop resets when every agent is done
+    assert env.unwrapped.engine.history  # the engine was really stepped
+    assert bench.engine_loop(TINY_CFG, observe=True)(300) == 300
+    step, mean_length = bench.gym_loop(bench.single_agent_env(TINY_CFG))
+    step(200)
+    assert mean_length() >= 1
+
+
+def test_constant_env_has_the_adapter_spaces_and_episode_length():
+    adapter = bench.single_agent_env(TINY_CFG)
+    adapter.reset(seed=0)
+    mask = adapter.action_masks()
+    env = bench.ConstantEnv(adapter.observation_space, adapter.action_space, mask, length=3)
+    assert env.observation_space == adapter.observation_space
+    assert env.action_space == adapter.action_space
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    ends = [env.step(0)[2] for _ in range(3)]
+    assert ends == [False, False, True]
+    np.testing.assert_array_equal(env.action_masks(), mask)
+
+
+def test_scaling_reports_cost_per_decision_for_each_config():
+    rows = bench.scaling(TINY, grid=(TINY_CFG, ChickenFootConfig(max_pips=6, num_players=3)))
+    assert [(r["max_pips"], r["players"]) for r in rows] == [(6, 2), (6, 3)]
+    assert rows[1]["obs_size"] > rows[0]["obs_size"]  # more opponents, more pieces
+    assert all(r[k] > 0 for r in rows for k in ("engine µs", "engine+obs µs", "raw AEC µs"))
+
+
+@pytest.mark.parametrize("argv", [["--seconds", "0"], ["--repeats", "0"], ["--bogus"]])
+def test_cli_rejects_bad_arguments(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(argv)
+    assert exit_info.value.code == 2
+    assert "usage: python -m cf_env.bench" in capsys.readouterr().err
