@@ -12,7 +12,9 @@ on value v goes to the oldest open arm tip of value v.
 
 Representation for speed: each hand is mirrored as a bitset over action ids (`tiles.tile_bits`),
 and the playable values as the bitset of the actions that attach them (`tiles.attach_bits`), so
-legality is one AND of two Python ints, computed once per state and cached. `hands` (n × T bool)
+legality is one AND of two Python ints, computed once per state and cached. The open ends' attach
+bitset is kept up to date as tips open and close (with `open_count`), so placing a tile costs no
+scan over the values. `hands` (n × T bool)
 is a read-only view for everyone else: the engine is the only writer, which keeps the two
 representations in step.
 """
@@ -145,7 +147,7 @@ class Engine:
         self.start_seat = holder
         self.current = (holder + 1) % n
         self._sync_hands()
-        self._refresh_playable()
+        self._refresh_playable(recount=True)
 
     def _sync_hands(self) -> None:
         """Rebuild the read-only `hands` view and the hand bitsets from `_hands` (new deal/restore)."""
@@ -153,25 +155,39 @@ class Engine:
         bits = self.tables.tile_bits
         self._hand_bits = [sum(bits[t] for t in np.flatnonzero(row).tolist()) for row in self._hands]
 
-    def _refresh_playable(self) -> None:
-        """Recompute the playable values and their attach bitset; called whenever they may change
-        (a tile placed, a new round, a restore). Also drops the cached legality."""
+    def _refresh_playable(self, recount: bool = False) -> None:
+        """Update the attach bitset of the playable values whenever they may have changed (a tile
+        placed, a new round, a restore) and drop the cached values and legality. `recount`
+        rebuilds the open ends' bitset from `open_count`; otherwise `_place` keeps it current."""
+        attach_bits = self.tables.attach_bits
+        if recount:
+            self._open_attach = 0
+            for value, count in enumerate(self.open_count):
+                if count:
+                    self._open_attach |= attach_bits[value]
         if self.foot_value >= 0:  # R9: only toes on the pending foot
-            values = [self.foot_value]
+            self._attach = attach_bits[self.foot_value]
         elif self.spinner_empty > 0:  # R7: fill the centre's empty arms first
-            values = [self.center]
+            self._attach = attach_bits[self.center]
         else:  # R6: any open end
-            values = [v for v, c in enumerate(self.open_count) if c]
-        self._values = values
-        attach, attach_bits = 0, self.tables.attach_bits
-        for value in values:
-            attach |= attach_bits[value]
-        self._attach = attach
+            self._attach = self._open_attach
+        self._values = None
         self._legal = None
 
     def playable_values(self) -> list[int]:
         """Values a tile may be attached to now (R7 spinner phase, R9 pending foot, R6 otherwise)."""
-        return list(self._values)
+        return list(self._playable())
+
+    def _playable(self) -> list[int]:
+        # The same three cases as `_attach`, as a list; built on demand, cached per position.
+        if self._values is None:
+            if self.foot_value >= 0:
+                self._values = [self.foot_value]
+            elif self.spinner_empty > 0:
+                self._values = [self.center]
+            else:
+                self._values = [v for v, c in enumerate(self.open_count) if c]
+        return self._values
 
     def legal_action_mask(self) -> np.ndarray:
         """The acting seat's legal actions as a fresh int8 array (all zeros once the game is over)."""
@@ -241,14 +257,13 @@ class Engine:
         cfg, tables = self.config, self.tables
         seat = self.current
         self.history.append((self.round, seat, action))
-        values = self._values
         went_out = False
         if action == self._draw_action:
             # The seat showed it holds none of the playable values; drawing adds an unseen
             # tile, so older knowledge about this seat is dropped.
             shown = self.voids[seat]
             shown[:] = False
-            for value in values:
+            for value in self._playable():
                 shown[value] = True
             tile = self._draw(seat)
             while cfg.draw_until_playable and self.boneyard and not self._fits(tile):
@@ -257,7 +272,7 @@ class Engine:
         elif action == self._pass_action:
             if self.drawn_tile < 0:
                 shown = self.voids[seat]
-                for value in values:
+                for value in self._playable():
                     shown[value] = True
             self.drawn_tile = -1
             self.current = (seat + 1) % cfg.num_players
@@ -319,6 +334,8 @@ class Engine:
         else:  # R6: extend the oldest arm tip of that value
             arm = self.tip_arms[attached].pop(0)
             self.open_count[attached] -= 1
+            if not self.open_count[attached]:  # the last open end of that value is covered
+                self._open_attach ^= self.tables.attach_bits[attached]
             self.arms[arm].tiles.append((tile, attached))
             if free_end == attached:  # R9: a double starts a chicken foot
                 self.arms[arm].tip = -1
@@ -326,6 +343,8 @@ class Engine:
                 return
             self.arms[arm].tip = free_end
         self.open_count[free_end] += 1
+        if self.open_count[free_end] == 1:  # a value newly open
+            self._open_attach |= self.tables.attach_bits[free_end]
         # Kept in arm order, so the layout alone (what a snapshot holds) says which end of a
         # value the next tile on it extends: restore then lays tiles where the original would.
         bisect.insort(self.tip_arms[free_end], arm)
@@ -380,7 +399,7 @@ class Engine:
         other._hands = self._hands.copy()
         other.hands = _readonly_view(other._hands)
         other._hand_bits = list(self._hand_bits)
-        other._values = list(self._values)
+        other._values = None
         other.hand_counts = list(self.hand_counts)
         other.boneyard = list(self.boneyard)
         other.on_table = self.on_table.copy()
@@ -650,7 +669,7 @@ def _load(engine: Engine, snap: dict) -> None:
     if engine.game_over:
         engine.drawn_tile = -1
     engine._sync_hands()
-    engine._refresh_playable()
+    engine._refresh_playable(recount=True)
     engine._settle([])
 
 
