@@ -14,6 +14,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 
 def load_evals(run_dir: Path) -> dict[str, list[dict]]:
     by_opponent: dict[str, list[dict]] = defaultdict(list)
@@ -61,8 +63,11 @@ def plot_run(run_dir: str | Path, out: str | Path) -> Path:
                         [e["win_rate"]["ci_high"] for e in entries], alpha=0.2)
     training = load_training_win_rate(run_dir)
     if training:
-        steps, values = zip(*training)
-        ax.plot(steps, values, color="grey", lw=0.8, alpha=0.7, label="vs opponent pool (training)")
+        steps, values = (np.asarray(x) for x in zip(*training))
+        width = max(1, len(values) // 50)  # a moving average: one rollout's rate is noisy
+        smooth = np.convolve(values, np.ones(width) / width, mode="valid")
+        ax.plot(steps[width - 1 :], smooth, color="grey", lw=1, alpha=0.8,
+                label=f"vs opponent pool (training, mean of {width} rollouts)")
     ax.axhline(1 / players, color="black", ls="--", lw=1, label=f"parity ({1 / players:.0%})")
     kind = "single rounds" if any(e[0]["single_round"] for e in evals.values()) else "games"
     ax.set_xlabel("learner steps")
