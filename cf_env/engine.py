@@ -95,6 +95,7 @@ class Engine:
     def reset(self, seed: int | None = None) -> list[list[int]]:
         """Start a new game. Returns the rounds that ended with no decision (normally none)."""
         cfg = self.config
+        self.seed = seed  # what a game record needs to replay this game (None: unseeded)
         self.rng = np.random.default_rng(seed)
         self.round = 0
         self.scores: list[list[int]] = [[] for _ in range(cfg.num_players)]
@@ -440,6 +441,7 @@ class Engine:
             "winners": list(self.winners),
             # Extras for an exact continuation.
             "config": self.config.to_dict(),
+            "seed": self.seed,
             "start_seat": self.start_seat,
             "arms": [
                 {"parent": a.parent, "tiles": [[v, self.tables.other_end(t, v)] for t, v in a.tiles]}
@@ -660,6 +662,10 @@ def _load(engine: Engine, snap: dict) -> None:
         ):
             raise SnapshotError(f"history entries are [round, seat, action]; got {h!r}")
     engine.history = [tuple(h) for h in snap.get("history", [])]
+    seed = snap.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise SnapshotError(f"seed must be null or a non-negative int; got {seed!r}")
+    engine.seed = seed
     engine.rng = np.random.default_rng()
     if "rng" in snap:
         try:

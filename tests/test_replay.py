@@ -62,13 +62,12 @@ def test_skip_forced_games_replay_from_the_engine_history():
     assert replayed.scores == engine.scores and replayed.winners == engine.winners
 
 
-def test_record_from_engine_needs_a_seed():
+def test_record_from_engine_uses_the_engines_seed_and_needs_one():
     engine = random_game(SMALL, seed=2)
-    if getattr(engine, "seed", None) is None:
-        with pytest.raises(RecordError, match="seed is unknown"):
-            record_from_engine(engine)
-    else:  # the engine keeps its seed: it is used
-        assert record_from_engine(engine)["seed"] == engine.seed
+    assert record_from_engine(engine)["seed"] == 2
+    unseeded = Engine(SMALL, seed=None)
+    with pytest.raises(RecordError, match="seed is unknown"):
+        record_from_engine(unseeded)
 
 
 def test_unfinished_games_are_recorded_without_a_result():
