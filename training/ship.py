@@ -46,8 +46,8 @@ def ship(run_dir: Path, dest: Path, which: str, deals: int, workers: int, seed: 
     card["training"] = {
         "run": run_dir.name,
         "checkpoint": f"{which} ({source.name})",
-        "command": "python -m training.ppo " + " ".join(info["sessions"][0]["argv"]),
-        "resumed": len(info["sessions"]) - 1,
+        "commands": ["python -m training.ppo " + " ".join(session["argv"])
+                     for session in info["sessions"]],
         "steps": card["steps"],
         "wall_time_s": card.get("wall_time_s"),
         "hardware": "2 CPU cores shared with other jobs, torch.set_num_threads(1)",
@@ -97,7 +97,9 @@ def card_markdown(card: dict, dest: Path) -> str:
         "",
         f"- game: {cfg['num_players']} players, double-{cfg['max_pips']}, {cfg['num_rounds']} "
         f"rounds (default rules); observation version {card['observation_version']}",
-        f"- command: `{t['command']}` (run `{t['run']}`, checkpoint {t['checkpoint']})",
+        "- command" + ("s, in order" if len(t["commands"]) > 1 else "") + ": "
+        + "; then ".join(f"`{c}`" for c in t["commands"])
+        + f" (run `{t['run']}`, checkpoint {t['checkpoint']})",
         f"- play it: `ppo:{dest}` in any policy spec, e.g. `python -m training.evaluate --agent "
         f"ppo:{dest} --opponents greedy --single-round`",
         "",
