@@ -1,6 +1,6 @@
 """Throughput benchmark: our engine and envs against PettingZoo and OpenSpiel peers (issue 5).
 
-    python -m cf_env.bench            # full run: default and large config, scaling grid (~5 min)
+    python -m cf_env.bench            # full run: default and large config, scaling grid (~7 min)
     python -m cf_env.bench --quick    # shorter measurements, no scaling grid (~1.5 min)
 
 Shared machines are noisy (±30–45 % wall-clock run to run), so every claim is a **ratio measured
@@ -13,7 +13,7 @@ for these single-threaded loops.
 
 Every env is driven by the same loop: random legal actions chosen from the action mask
 (`agent_iter` / `last` / `step` for AEC envs), one `random.Random` per loop. Peers are optional
-(`pip install .[bench]`: PettingZoo classic needs pygame, OpenSpiel is `open_spiel`); a missing
+(`pip install .[bench]`: PettingZoo classic needs pygame-ce, OpenSpiel is `open_spiel`); a missing
 peer is reported as such, never faked. MaskablePPO rows need the `train` extra.
 
 Measured, for the default config and a large one (double-15, 8 players):
@@ -52,6 +52,9 @@ from .engine import Engine
 from .env import env as wrapped_env
 from .env import raw_env
 from .observation import Encoder
+
+# pygame (imported by PettingZoo classic) prints a banner on import; keep the tables clean.
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 DEFAULT = ChickenFootConfig()
 LARGE = ChickenFootConfig(max_pips=15, num_players=8)
@@ -522,7 +525,7 @@ def run(budget: Budget, peers: bool = True, ppo: bool = True, configs=None) -> d
         results["configs"][label] = section(label, cfg, budget, peers, ppo)
     if budget.scaling:
         rows = scaling(budget)
-        print("\n### Cost per decision by set size and player count (µs per CPU-s step)\n")
+        print("\n### Cost per decision by set size and player count (CPU µs per decision or step)\n")
         _table(
             ["set", "players", "tiles", "obs floats", "engine", "engine+obs", "raw AEC"],
             [
