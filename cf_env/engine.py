@@ -14,9 +14,8 @@ Representation for speed: each hand is mirrored as a bitset over action ids (`ti
 and the playable values as the bitset of the actions that attach them (`tiles.attach_bits`), so
 legality is one AND of two Python ints, computed once per state and cached. The open ends' attach
 bitset is kept up to date as tips open and close (with `open_count`), so placing a tile costs no
-scan over the values. `hands` (n × T bool)
-is a read-only view for everyone else: the engine is the only writer, which keeps the two
-representations in step.
+scan over the values. `hands` (n × T bool) is a read-only view for everyone else: the engine is
+the only writer, which keeps the two representations in step.
 """
 
 from __future__ import annotations
