@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: $(VENV)/.installed
-	$(PY) -m cf_env.demo
+	$(PY) -m training.ppo
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -n 2
