@@ -92,14 +92,7 @@ class raw_env(AECEnv):
             self._seeder = np.random.default_rng(seed)
         # Each game gets its own engine seed from the env's seeder: same seed, same games.
         finished = self.engine.reset(int(self._seeder.integers(2**63)))
-        self.agents = self.possible_agents[:]
-        self.rewards = dict.fromkeys(self.agents, 0.0)
-        self._rewards_pending = True  # .rewards may hold more than the int 0s _clear_rewards sets
-        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
-        self.terminations = dict.fromkeys(self.agents, False)
-        self.truncations = dict.fromkeys(self.agents, False)
-        self.infos = {agent: {} for agent in self.agents}
-        self.num_steps = 0
+        self._begin_game(num_steps=0)
         self._after_engine_step(finished)
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
@@ -164,6 +157,17 @@ class raw_env(AECEnv):
             self.truncations = dict.fromkeys(self.agents, True)
         self.agent_selection = self.possible_agents[engine.current]
 
+    def _begin_game(self, num_steps: int) -> None:
+        """Fresh AEC bookkeeping for the engine's current game (after reset or restore)."""
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._rewards_pending = True  # .rewards may hold more than the int 0s _clear_rewards sets
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {agent: {} for agent in self.agents}
+        self.num_steps = num_steps
+
     def state(self) -> np.ndarray:
         """Full-information global state (all hands, the boneyard) for centralised critics."""
         return self.encoder.state(self.engine)
@@ -208,14 +212,7 @@ class raw_env(AECEnv):
             seeder = self._seeder
         self.engine.restore(snapshot)
         self._seeder = seeder
-        self.agents = self.possible_agents[:]
-        self.rewards = dict.fromkeys(self.agents, 0.0)
-        self._rewards_pending = True  # .rewards may hold more than the int 0s _clear_rewards sets
-        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
-        self.terminations = dict.fromkeys(self.agents, False)
-        self.truncations = dict.fromkeys(self.agents, False)
-        self.infos = {agent: {} for agent in self.agents}
-        self.num_steps = steps
+        self._begin_game(num_steps=steps)
         self._after_engine_step([])
 
 

@@ -26,12 +26,10 @@ import argparse
 import functools
 import json
 import platform
-import subprocess
 import sys
 import time
 import traceback
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +41,7 @@ from cf_env.single_agent import ChickenFootSingleAgentEnv
 from . import checkpoints as ckpt
 from .config import TrainConfig, config_from_dict, load_config
 from .opponents import OpponentPool
+from .provenance import git_revision, package_versions
 
 PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "stable-baselines3", "sb3-contrib")
 
@@ -83,30 +82,6 @@ def make_vec_env(config: TrainConfig, snapshots: list[str], seed: int):
 
 
 # ------------------------------------------------------------------------------- run directory
-def git_revision() -> dict:
-    root = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
-
-
-def package_versions() -> dict:
-    out = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
 def new_run_dir(config: TrainConfig, config_name: str) -> Path:
     name = config.run_name or f"{config_name}-s{config.seed}-{datetime.now():%Y%m%d-%H%M%S}"
     run_dir = Path(config.runs_dir) / name
@@ -125,7 +100,7 @@ def write_run_info(run_dir: Path, config: TrainConfig, argv: list[str]) -> None:
     info = {
         "env_config": config.rules().to_dict(),
         "observation_version": OBSERVATION_VERSION,
-        "packages": package_versions(),
+        "packages": package_versions(PACKAGES),
         "platform": platform.platform(),
         "sessions": history,
     }

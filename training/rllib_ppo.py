@@ -45,7 +45,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 import types
@@ -64,6 +63,7 @@ from cf_env.policies import load_policy
 
 from . import checkpoints as ckpt
 from .config import apply_override
+from .provenance import git_revision, package_versions
 from .rllib_compat import (
     RLlibKeysWrapper,
     export_policy,
@@ -506,29 +506,6 @@ def init_ray(address: str | None, config: RLlibTrainConfig) -> None:
 
 
 # ------------------------------------------------------------------------------- run directory
-def git_revision() -> dict:
-    root = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
-
-
-def package_versions() -> dict:
-    out = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
 def new_run_dir(config: RLlibTrainConfig, config_name: str, argv: list[str]) -> Path:
     name = config.run_name or f"{config_name}-s{config.seed}-{datetime.now():%Y%m%d-%H%M%S}"
     run_dir = Path(config.runs_dir) / name
@@ -540,7 +517,7 @@ def new_run_dir(config: RLlibTrainConfig, config_name: str, argv: list[str]) -> 
         "trainer": "ray-rllib PPO (new API stack)",
         "env_config": config.rules().to_dict(),
         "observation_version": OBSERVATION_VERSION,
-        "packages": package_versions(),
+        "packages": package_versions(PACKAGES),
         "platform": platform.platform(),
         "started": datetime.now().isoformat(timespec="seconds"),
         "argv": argv,
