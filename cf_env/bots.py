@@ -25,6 +25,10 @@ from .tiles import tile_tables
 
 
 class RandomPolicy:
+    """Uniform over the legal actions. `act_legal` is the mask-only fast path
+    (`cf_env.policies`): ``rng.choice(array)`` draws exactly ``rng.integers(len(array))``, so
+    both entry points consume the RNG identically (tests/test_bots.py checks it)."""
+
     def __init__(self, config: ChickenFootConfig, seed: int | None = None):
         self.config = config
         self.rng = np.random.default_rng(seed)
@@ -32,20 +36,33 @@ class RandomPolicy:
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
         return int(self.rng.choice(np.flatnonzero(observation["action_mask"])))
 
+    def act_legal(self, legal_actions: list[int]) -> int:
+        return legal_actions[int(self.rng.integers(len(legal_actions)))]
+
 
 class GreedyPolicy:
+    """The legal tile with the most points; ties broken by the seeded RNG. `act_legal` is the
+    mask-only fast path (`cf_env.policies`), the same choice and RNG use in plain Python."""
+
     def __init__(self, config: ChickenFootConfig, seed: int | None = None):
         self.config = config
         self.rng = np.random.default_rng(seed)
         points = tile_tables(config.max_pips).points(config.double_blank_value)
         # Value of each action: the points of the tile it plays; DRAW/PASS worth -1 (last resort).
         self.action_points = np.append(np.repeat(points, 2), [-1, -1]).astype(np.float64)
+        self._points = self.action_points.tolist()  # Python floats: no numpy call per decision
 
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
         legal = np.flatnonzero(observation["action_mask"])
         values = self.action_points[legal]
         best = legal[values == values.max()]
         return int(best[0] if best.size == 1 else self.rng.choice(best))
+
+    def act_legal(self, legal_actions: list[int]) -> int:
+        points = self._points
+        top = max(points[a] for a in legal_actions)
+        best = [a for a in legal_actions if points[a] == top]  # ascending, as in `act`
+        return best[0] if len(best) == 1 else best[int(self.rng.integers(len(best)))]
 
 
 # --------------------------------------------------------------------------- observation decoding

@@ -4,6 +4,21 @@ A policy is any object with ``act(observation) -> int`` that, given an agent's o
 (``{"observation": ..., "action_mask": ...}`` as the env returns it), returns a legal action.
 Policies may keep state within a game; ``reset()``, if defined, is called before each game.
 
+Two conventions shared by everything that drives policies (the single-agent adapter
+`cf_env.single_agent` and `training.evaluate`):
+
+* **Forced decisions are not asked.** A decision with exactly one legal action is applied without
+  calling the policy (the outcome cannot differ), so a policy sees only real choices.
+* **Mask-only fast path (optional).** A policy whose choice depends only on which actions are
+  legal (never on the observation vector) may also define
+  ``act_legal(legal_actions: list[int]) -> int``, given the legal action ids in ascending order
+  (``Engine.legal_actions()``). It must return exactly what ``act`` would return for an
+  observation with that mask, using its RNG identically (same calls, same order), so the two
+  entry points are interchangeable and results stay reproducible. Drivers then call it instead of
+  ``act`` and skip building the observation, which is most of an opponent's cost. `legal_fast_path`
+  returns it (or None). The `random` and `greedy` bots have it; observation-reading policies
+  (`heuristic`, `ismcts`, PPO checkpoints) do not.
+
 Specs (used by every CLI): ``random``, ``greedy``, ``heuristic``, ``ismcts:<iterations>``,
 ``ppo:<checkpoint path>``, and ``some.module:factory`` for user code. A factory is called as
 ``factory(config=ChickenFootConfig, seed=int | None)`` and returns a policy. `load_policy` is the
@@ -24,6 +39,12 @@ from .config import ChickenFootConfig
 @runtime_checkable
 class Policy(Protocol):
     def act(self, observation: Mapping[str, np.ndarray]) -> int: ...
+
+
+def legal_fast_path(policy: object) -> Callable[[list[int]], int] | None:
+    """The policy's ``act_legal`` if it has one (the mask-only fast path, see above), else None."""
+    method = getattr(policy, "act_legal", None)
+    return method if callable(method) else None
 
 
 PolicyFactory = Callable[..., Policy]

@@ -31,7 +31,15 @@ and changes nothing; `"penalize"` ends the episode with reward -1 and `info["ill
 
 Skipping forced decisions (`learner_skip_forced=True`): when the learner has exactly one legal
 action the adapter takes it, so every decision the learner is asked about is a real choice.
-Opponents are always asked (their policies may keep per-game state).
+Opponents' decisions with exactly one legal action are always taken without asking their policy,
+as `training.evaluate` does (the convention of `cf_env.policies`).
+
+Speed: a learner step carries about nine engine decisions (opponents' turns, forced draws and
+passes), so the opponents' path dominates the adapter's cost. Legality is read once per decision
+as the engine's list of legal actions; a policy with the mask-only fast path (`act_legal`, e.g.
+`random`, `greedy`) gets that list and no observation is built for it; other policies (the
+heuristic, frozen snapshots) get the full observation dict. The learner's observation is built
+once per learner step.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from gymnasium import spaces
 from .config import ChickenFootConfig
 from .engine import Engine
 from .observation import OBSERVATION_VERSION, Encoder
-from .policies import Policy, load_policy
+from .policies import Policy, legal_fast_path, load_policy
 from .rewards import game_rewards, round_rewards
 
 ENV_ID = "cf_env/ChickenFoot-v0"
@@ -157,6 +165,8 @@ class ChickenFootSingleAgentEnv(gym.Env):
         self._last_round: list[int] = []
         self.learner = 0
         self.seat_policies: list[Policy | None] = []
+        # Per seat: the policy's `act_legal` (mask-only fast path) or None (needs observations).
+        self._seat_fast: list[Callable[[list[int]], int] | None] = []
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -192,9 +202,10 @@ class ChickenFootSingleAgentEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """The learner's legal actions now (bool); all False once the episode has ended."""
-        if self.engine.game_over or self.engine.current != self.learner:
-            return np.zeros(self.config.num_actions, dtype=bool)
-        return self.engine.legal_action_mask().astype(bool)
+        mask = np.zeros(self.config.num_actions, dtype=bool)
+        if not self.engine.game_over and self.engine.current == self.learner:
+            mask[self.engine.legal_actions()] = True
+        return mask
 
     def render(self):
         if self.render_mode == "ansi":
@@ -223,6 +234,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         self.seat_policies = [None] * n
         for k, policy in enumerate(others):
             self.seat_policies[(self.learner + 1 + k) % n] = policy
+        self._seat_fast = [None if p is None else legal_fast_path(p) for p in self.seat_policies]
         for policy in others:
             if callable(getattr(policy, "reset", None)):
                 policy.reset()
@@ -235,14 +247,18 @@ class ChickenFootSingleAgentEnv(gym.Env):
 
         Returns the learner's reward collected meanwhile and whether the episode ended.
         """
-        engine, reward = self.engine, 0.0
+        engine, learner, reward = self.engine, self.learner, 0.0
         while not engine.game_over:
             seat = engine.current
-            if seat == self.learner:
-                mask = engine.legal_action_mask()
-                if not self.learner_skip_forced or np.count_nonzero(mask) != 1:
+            legal = engine.legal_actions()
+            if seat == learner:
+                if not self.learner_skip_forced or len(legal) != 1:
                     return reward, False
-                action = int(np.flatnonzero(mask)[0])
+                action = legal[0]
+            elif len(legal) == 1:  # forced: taken without asking, as training.evaluate does
+                action = legal[0]
+            elif (fast := self._seat_fast[seat]) is not None:
+                action = fast(legal)
             else:
                 obs = {
                     "observation": self.encoder.observe(engine, seat),
@@ -266,6 +282,8 @@ class ChickenFootSingleAgentEnv(gym.Env):
     def _play(self, action: int) -> tuple[float, bool]:
         """One engine step; returns the learner's reward from it and whether the episode ended."""
         finished = self.engine.step(action)
+        if not finished:  # the usual case; a game only ends with a round
+            return 0.0, False
         cfg, seat = self.config, self.learner
         reward = sum(round_rewards(cfg, points)[seat] for points in finished)
         if finished:
