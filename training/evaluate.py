@@ -25,7 +25,9 @@ held in that group, and 95% Student-t intervals are computed over deals.
   per block) and aggregated in deal order, so the result is identical for any `workers`.
 * Decisions with exactly one legal action are taken without asking the policy (the outcome is the
   same and it saves most of the time); every other action is checked against the engine's mask
-  and an illegal one raises `IllegalPolicyActionError` naming the policy.
+  and an illegal one raises `IllegalPolicyActionError` naming the policy. Policies with the
+  mask-only fast path (`act_legal`, `cf_env.policies`) get the legal actions and no observation:
+  the same choices, without building the observation.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from cf_env.actions import describe
 from cf_env.config import ChickenFootConfig
 from cf_env.engine import Engine
 from cf_env.observation import Encoder
-from cf_env.policies import Policy, load_policy
+from cf_env.policies import Policy, legal_fast_path, load_policy
 
 from .stats import fractional_ranks, mean_ci
 
@@ -159,11 +161,19 @@ def play_game(
             reset()
     if dealt is not None:
         dealt.append(_deal_record(engine))
+    fast = [legal_fast_path(policy) for policy in seat_policies]
     while not engine.game_over:
         legal = engine.legal_actions()
         seat = engine.current
         if len(legal) == 1:
             action = legal[0]
+        elif fast[seat] is not None:
+            raw = fast[seat](legal)
+            if type(raw) is int and raw in legal:
+                action = raw
+            else:
+                mask = engine.legal_action_mask()
+                action = _checked_action(raw, mask, engine, seat_labels[seat], seat)
         else:
             mask = engine.legal_action_mask()
             observation = {"observation": encoder.observe(engine, seat), "action_mask": mask}
