@@ -244,3 +244,45 @@ def test_ismcts_spec_errors_name_the_problem():
     for bad in ("ismcts:abc", "ismcts:0", "ismcts:-3"):
         with pytest.raises(ValueError, match="iterations must be a positive int"):
             load_policy(bad, cfg, 0)
+
+
+@pytest.mark.parametrize("fields", PLAYOUT_CONFIGS)
+@pytest.mark.parametrize("spec", ["random", "greedy"])
+def test_mask_only_fast_path_makes_the_same_choices_as_act(spec, fields):
+    """`act_legal(legal)` (cf_env.policies' fast path) is `act(observation)` with the same RNG
+    use: two bots with one seed, one asked each way at every decision (forced ones included, so
+    single-action draws of the RNG are compared too), choose identically over whole games, and
+    their RNGs end in the same state."""
+    config = ChickenFootConfig(**fields)
+    for game in range(3):
+        by_obs, by_legal = (load_policy(spec, config, seed=100 + game) for _ in range(2))
+        engine, encoder = Engine(config, seed=game), Encoder(config)
+        decisions = ties = 0
+        while not engine.game_over:
+            legal = engine.legal_actions()
+            expected = by_obs.act(observe(engine, encoder))
+            got = by_legal.act_legal(legal)
+            assert got == expected and type(got) is int, (spec, fields, game, legal)
+            decisions += 1
+            ties += len(legal) > 1
+            engine.step(got)
+        assert by_obs.rng.bit_generator.state == by_legal.rng.bit_generator.state
+        assert decisions > 20 and ties > 0
+
+
+def test_greedy_fast_path_breaks_point_ties_like_act():
+    """Greedy's tie-breaking (several legal tiles with the top points, e.g. both halves of one
+    tile) draws from the RNG identically on both entry points."""
+    config = ChickenFootConfig()
+    by_obs, by_legal = GreedyPolicy(config, seed=7), GreedyPolicy(config, seed=7)
+    rng = np.random.default_rng(0)
+    tied = 0
+    for _ in range(300):
+        legal = sorted(rng.choice(config.num_actions, size=int(rng.integers(1, 12)), replace=False))
+        mask = np.zeros(config.num_actions, dtype=np.int8)
+        mask[legal] = 1
+        points = by_obs.action_points[legal]
+        tied += int((points == points.max()).sum() > 1)
+        obs = {"observation": np.zeros(1, np.float32), "action_mask": mask}
+        assert by_legal.act_legal([int(a) for a in legal]) == by_obs.act(obs)
+    assert tied > 20  # the RNG was really exercised
