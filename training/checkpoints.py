@@ -10,8 +10,17 @@ A checkpoint is a directory:
 
 Playing a checkpoint (`ppo:<path>` specs, `load_ppo_policy`) needs only the card and the numpy
 weights: no torch, no pickle, and a forward pass in tens of microseconds. `<path>` may be a
-checkpoint directory, its `model.zip`/`card.json`, a run directory (its latest checkpoint) or a
-run's `checkpoints/` folder.
+checkpoint directory, its `card.json`/`policy.npz`/`model.zip`, a run directory (its latest
+checkpoint) or a run's `checkpoints/` folder.
+
+Security: an SB3 `model.zip` unpickles Python objects when loaded, so loading an untrusted one can
+run arbitrary code. Nothing here ever loads one as a policy: a path naming a zip (or a directory)
+without `policy.npz` beside a `card.json` raises `PickleRefusedError`, which says to convert a zip
+*you trust* with `python -m training.export --allow-pickle`. `policy.npz` is read with
+`allow_pickle=False` (object arrays are refused) and validated (`load_weights`); `card.json` is
+plain JSON, validated by `read_card`. Any unreadable, truncated or inconsistent file raises
+`CheckpointError` naming the file and the problem. (`training.ppo --resume` does unpickle the
+run's own `model.zip`: the run directory is one your own training process wrote.)
 
 Atomicity: a checkpoint is written into a fresh temporary directory, which is renamed into place
 (`step_<N>/`, a name that did not exist) only when complete; the run's `latest.json` / `best.json`
@@ -28,6 +37,7 @@ shorter game is the same position as round r of the longer one, so the observati
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -46,36 +56,115 @@ NEUTRAL_FIELDS = ("reward_mode", "skip_forced", "illegal_action")
 ACTIVATIONS = ("tanh", "relu")
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointError(ValueError):
+    """A checkpoint file is missing, unreadable, truncated, corrupted or inconsistent."""
+
+
+class CheckpointMismatchError(CheckpointError):
     """The checkpoint was trained for another game config or observation encoding."""
 
 
+class PickleRefusedError(CheckpointError):
+    """Loading this as a policy would unpickle an SB3 zip; an explicit opt-in is needed."""
+
+
+PICKLE_WARNING = (
+    "an SB3 .zip unpickles Python objects when loaded, so loading an untrusted one can run "
+    "arbitrary code on this machine"
+)
+# Keys every card must hold, with the type each must have (checked by `read_card`).
+CARD_KEYS = {
+    "format": int,
+    "steps": int,
+    "env_config": dict,
+    "observation_version": int,
+    "observation_size": int,
+    "num_actions": int,
+    "activation": str,
+    "net_arch": list,
+}
+
+
 # ---------------------------------------------------------------------------------- locating
+def _refuse_pickle(path: Path, why: str) -> PickleRefusedError:
+    return PickleRefusedError(
+        f"{path}: {why}. Refusing to load it as a policy: {PICKLE_WARNING}. If you trust the "
+        f"file, convert it once to the weights-only format with `python -m training.export "
+        f"{path} <out-dir> --allow-pickle` (a bare zip also needs the env config: --set or "
+        f"--config-json) and play `ppo:<out-dir>`"
+    )
+
+
 def resolve_checkpoint(path: str | os.PathLike) -> Path:
-    """The checkpoint directory `path` names (see the module docstring for accepted forms)."""
+    """The checkpoint directory `path` names (see the module docstring for accepted forms).
+
+    Raises `FileNotFoundError` when nothing is there, `PickleRefusedError` for a bare SB3 zip and
+    `CheckpointError` for an unreadable `latest.json` pointer.
+    """
     p = Path(path)
     if p.is_file() and p.name in ("model.zip", "card.json", "policy.npz"):
         p = p.parent
+    elif p.is_file() and p.suffix == ".zip":
+        raise _refuse_pickle(p, "this is an SB3 zip, not a weights-only checkpoint")
     if (p / "card.json").is_file():
         return p
     for pointer in (p / "latest.json", p / "checkpoints" / "latest.json"):
         if pointer.is_file():
-            name = json.loads(pointer.read_text())["path"]
-            return resolve_checkpoint(pointer.parent / name)
+            try:
+                name = json.loads(pointer.read_text())["path"]
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+                raise CheckpointError(
+                    f"{pointer}: not a checkpoint pointer (expected JSON {{\"path\": "
+                    f"\"step_<N>\"}}): {exc!r}"
+                ) from None
+            return resolve_checkpoint(pointer.parent / str(name))
+    if (p / "model.zip").is_file():
+        raise _refuse_pickle(p / "model.zip", "no card.json / policy.npz beside this SB3 zip")
     raise FileNotFoundError(
-        f"no checkpoint at {str(path)!r}: expected a directory with card.json, a model.zip, or a "
-        "run directory with checkpoints/latest.json"
+        f"no checkpoint at {str(path)!r}: expected a directory with card.json and policy.npz, or "
+        "a run directory with checkpoints/latest.json"
     )
 
 
 def read_card(path: str | os.PathLike) -> dict:
+    """The validated card of checkpoint `path`; `CheckpointError` naming card.json if it is bad."""
     directory = resolve_checkpoint(path)
-    card = json.loads((directory / "card.json").read_text())
+    file = directory / "card.json"
+    try:
+        card = json.loads(file.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CheckpointError(f"{file}: unreadable or not valid JSON ({exc})") from None
+    if not isinstance(card, dict):
+        raise CheckpointError(f"{file}: expected a JSON object, got {type(card).__name__}")
     if card.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointMismatchError(
-            f"{directory}: checkpoint format {card.get('format')!r}; this code reads format "
+            f"{file}: checkpoint format {card.get('format')!r}; this code reads format "
             f"{CHECKPOINT_FORMAT}"
         )
+    for key, kind in CARD_KEYS.items():
+        if key not in card:
+            raise CheckpointError(f"{file}: missing key {key!r} (a card needs {sorted(CARD_KEYS)})")
+        value = card[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise CheckpointError(
+                f"{file}: {key!r} must be {kind.__name__}, got {type(value).__name__} {value!r}"
+            )
+    if card["activation"] not in ACTIVATIONS:
+        raise CheckpointError(
+            f"{file}: activation must be one of {ACTIVATIONS}; got {card['activation']!r}"
+        )
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in card["net_arch"]):
+        raise CheckpointError(f"{file}: net_arch must be a list of positive ints; got "
+                              f"{card['net_arch']!r}")
+    try:
+        config = ChickenFootConfig.from_dict(card["env_config"])
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"{file}: env_config is not a valid ChickenFootConfig: {exc}"
+        ) from None
+    if card["num_actions"] != config.num_actions:
+        raise CheckpointError(f"{file}: num_actions {card['num_actions']} but env_config has "
+                              f"{config.num_actions} actions")
     return card
 
 
@@ -166,11 +255,75 @@ class NumpyPolicy:
         return int(self.rng.choice(probs.size, p=probs))
 
 
-def load_weights(directory: Path) -> list[tuple[np.ndarray, np.ndarray]]:
-    with np.load(directory / "policy.npz", allow_pickle=False) as data:
-        layers = len([k for k in data.files if k.startswith("W")])
-        return [(data[f"W{i}"].astype(np.float32), data[f"b{i}"].astype(np.float32))
-                for i in range(layers)]
+def load_weights(
+    directory: str | os.PathLike, card: Mapping | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (W, b) layers in `directory/policy.npz`, validated (against `card` when given).
+
+    Never unpickles (`allow_pickle=False`). Raises `CheckpointError` naming policy.npz for a
+    missing, truncated or garbage file, missing/extra/misnamed arrays, non-float dtypes, shapes
+    that do not chain (or do not match the card's sizes), and non-finite values.
+    """
+    file = Path(directory) / "policy.npz"
+    if not file.is_file():
+        if (Path(directory) / "model.zip").is_file():
+            raise _refuse_pickle(Path(directory), "policy.npz is missing; only the SB3 model.zip "
+                                 "is here")
+        raise CheckpointError(f"{file}: missing (a checkpoint needs card.json and policy.npz)")
+    if card is not None and "policy_sha256" in card:  # exported checkpoints record it
+        digest = sha256_file(file)
+        if digest != card["policy_sha256"]:
+            raise CheckpointError(
+                f"{file}: sha256 {digest[:16]}… differs from card.json's policy_sha256 "
+                f"{str(card['policy_sha256'])[:16]}… (truncated, corrupted or replaced)"
+            )
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise CheckpointError(f"{file}: a single .npy array, not an .npz archive")
+            arrays = {name: data[name] for name in data.files}
+    except CheckpointError:
+        raise
+    except Exception as exc:  # zipfile/numpy/OS errors all mean "this file is not a good npz"
+        raise CheckpointError(
+            f"{file}: cannot be read as an .npz of plain arrays (truncated, corrupted, or holding "
+            f"pickled objects): {type(exc).__name__}: {exc}"
+        ) from None
+    layers = sum(1 for name in arrays if name.startswith("W"))
+    expected = {f"{p}{i}" for i in range(layers) for p in "Wb"}
+    if layers == 0 or set(arrays) != expected:
+        raise CheckpointError(
+            f"{file}: expected arrays W0, b0, …, W{max(layers - 1, 0)}, b{max(layers - 1, 0)}; "
+            f"missing {sorted(expected - set(arrays))}, unexpected "
+            f"{sorted(set(arrays) - expected)}"
+        )
+    weights = []
+    for i in range(layers):
+        W, b = arrays[f"W{i}"], arrays[f"b{i}"]
+        for name, a, ndim in ((f"W{i}", W, 2), (f"b{i}", b, 1)):
+            if a.dtype.kind != "f":
+                raise CheckpointError(f"{file}: {name} has dtype {a.dtype}; expected floats")
+            if a.ndim != ndim:
+                raise CheckpointError(f"{file}: {name} has shape {a.shape}; expected {ndim}-D")
+            if not np.isfinite(a).all():
+                raise CheckpointError(f"{file}: {name} holds NaN or infinite values")
+        if b.shape[0] != W.shape[0]:
+            raise CheckpointError(f"{file}: b{i} has shape {b.shape} but W{i} has {W.shape}")
+        if i and W.shape[1] != weights[-1][0].shape[0]:
+            raise CheckpointError(
+                f"{file}: W{i} takes {W.shape[1]} inputs but layer {i - 1} gives "
+                f"{weights[-1][0].shape[0]}"
+            )
+        weights.append((W.astype(np.float32), b.astype(np.float32)))
+    if card is not None:
+        sizes = [weights[0][0].shape[1]] + [W.shape[0] for W, _ in weights]
+        want = [card["observation_size"], *card["net_arch"], card["num_actions"]]
+        if sizes != want:
+            raise CheckpointMismatchError(
+                f"{file}: layer sizes {sizes} (inputs, hidden…, actions) but card.json says "
+                f"{want} (observation_size, net_arch…, num_actions)"
+            )
+    return weights
 
 
 def load_ppo_policy(
@@ -181,7 +334,9 @@ def load_ppo_policy(
 ) -> NumpyPolicy:
     """A policy playing checkpoint `path` (greedy over legal actions unless `deterministic=False`).
 
-    With `config`, raises `CheckpointMismatchError` unless the checkpoint fits that env.
+    Reads only card.json and policy.npz (never a pickle). With `config`, raises
+    `CheckpointMismatchError` unless the checkpoint fits that env; `CheckpointError` for a bad
+    file, `PickleRefusedError` for a path with only an SB3 zip.
     """
     directory = resolve_checkpoint(path)
     card = read_card(directory)
@@ -189,12 +344,7 @@ def load_ppo_policy(
     if config is not None:
         check_compatible(card, config)
         adapt = _round_padder(card, config)
-    weights = load_weights(directory)
-    if weights[0][0].shape[1] != card["observation_size"]:
-        raise CheckpointMismatchError(
-            f"{directory}: policy.npz takes {weights[0][0].shape[1]} inputs but the card says "
-            f"observation_size {card['observation_size']}"
-        )
+    weights = load_weights(directory, card)
     return NumpyPolicy(weights, card["activation"], deterministic=deterministic, seed=seed,
                        adapt=adapt)
 
@@ -247,6 +397,54 @@ def write_checkpoint(
         if with_model:
             model.save(tmp / "model.zip")
         (tmp / "card.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
+        _fsync_dir(tmp)
+        os.rename(tmp, target)  # atomic: target did not exist
+        _fsync_dir(target.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_weights_checkpoint(
+    directory: str | os.PathLike,
+    weights: list[tuple[np.ndarray, np.ndarray]],
+    card: dict,
+    *,
+    extra_files: Mapping[str, str | os.PathLike] | None = None,
+) -> Path:
+    """Write a weights-only checkpoint (card.json + policy.npz [+ `extra_files`]), atomically.
+
+    `card["policy_sha256"]` is set to the written policy.npz's digest. `directory` must not
+    exist: everything is written into a temporary sibling that is renamed into place when complete.
+    """
+    target = Path(directory)
+    if target.exists():
+        raise FileExistsError(f"{target} exists; checkpoints are never overwritten in place")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        arrays = {}
+        for i, (W, b) in enumerate(weights):
+            arrays[f"W{i}"] = np.asarray(W, dtype=np.float32)
+            arrays[f"b{i}"] = np.asarray(b, dtype=np.float32)
+        np.savez(tmp / "policy.npz", **arrays)
+        card = {**card, "policy_sha256": sha256_file(tmp / "policy.npz")}
+        (tmp / "card.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
+        for name, source in (extra_files or {}).items():
+            shutil.copy2(source, tmp / name)
+        for child in tmp.iterdir():
+            with open(child, "rb") as handle:
+                os.fsync(handle.fileno())
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a checkpoint is meant to be shared
         _fsync_dir(tmp)
         os.rename(tmp, target)  # atomic: target did not exist
         _fsync_dir(target.parent)

@@ -1,8 +1,8 @@
 """`python -m training.ship <run-dir> <dest>`: package a run's checkpoint as a shipped agent.
 
-Copies the run's chosen checkpoint (`--which best|latest`) to `<dest>/` (card.json, policy.npz,
-model.zip), evaluates it with `training.evaluate` against each baseline — three copies of the
-bot, duplicate deals with seat rotation — over single rounds and over full games, draws the
+Copies the run's chosen checkpoint (`--which best|latest`) to `<dest>/` in the weights-only
+format (card.json, policy.npz; never model.zip, which unpickles on load: see `training.export`),
+evaluates it with `training.evaluate` against each baseline — three copies of the bot, duplicate deals with seat rotation — over single rounds and over full games, draws the
 learning curve, and writes the card: `card.json` (the checkpoint card plus `training` and
 `evaluation` sections) and `card.md` (the same for people).
 
@@ -38,7 +38,7 @@ def ship(run_dir: Path, dest: Path, which: str, deals: int, workers: int, seed: 
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    for name in ("card.json", "policy.npz", "model.zip"):
+    for name in ("card.json", "policy.npz"):  # weights only: a shipped agent holds no pickle
         shutil.copy2(source / name, dest / name)
     card = ckpt.read_card(dest)
     config = ChickenFootConfig.from_dict(card["env_config"])
