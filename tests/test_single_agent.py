@@ -171,3 +171,80 @@ def test_bad_settings_raise_clear_errors():
         ChickenFootSingleAgentEnv(opponents=["nonesuch"]).reset(seed=0)
     with pytest.raises(ValueError, match="non-empty list"):
         ChickenFootSingleAgentEnv(opponents="greedy")
+
+
+class _ObservingGreedy:
+    """Greedy through `act` only (no fast path): the reference for the adapter's fast path."""
+
+    def __init__(self, config, seed=None):
+        from cf_env.bots import GreedyPolicy
+
+        self.inner = GreedyPolicy(config, seed=seed)
+
+    def act(self, observation):
+        return self.inner.act(observation)
+
+
+class _Recorder:
+    """A mask-only policy that records how it was asked; `act` must never be called on it."""
+
+    def __init__(self, config, seed=None):
+        self.rng = np.random.default_rng(seed)
+        self.asked: list[int] = []
+
+    def act(self, observation):
+        raise AssertionError("the adapter should use act_legal for a mask-only policy")
+
+    def act_legal(self, legal_actions):
+        self.asked.append(len(legal_actions))
+        assert legal_actions == sorted(legal_actions)
+        return legal_actions[int(self.rng.integers(len(legal_actions)))]
+
+
+class _ObservationRecorder:
+    """A policy without the fast path: it must get the full observation dict."""
+
+    def __init__(self, config, seed=None):
+        self.rng = np.random.default_rng(seed)
+        self.masks: list[np.ndarray] = []
+
+    def act(self, observation):
+        assert observation["observation"].dtype == np.float32
+        self.masks.append(observation["action_mask"].copy())
+        return int(self.rng.choice(np.flatnonzero(observation["action_mask"])))
+
+
+def test_opponents_are_asked_only_real_choices_through_the_right_entry_point():
+    """Forced opponent decisions are taken without asking (as training.evaluate does); mask-only
+    policies get `act_legal`, others `act` with the observation dict."""
+    recorders, observers = [], []
+
+    def recorder(config, seed):
+        recorders.append(_Recorder(config, seed))
+        return recorders[-1]
+
+    def observer(config, seed):
+        observers.append(_ObservationRecorder(config, seed))
+        return observers[-1]
+
+    env = ChickenFootSingleAgentEnv(opponents=[recorder, observer], num_rounds=2)
+    _play(env, 5, 20, lambda *args: None)
+    asked = [n for r in recorders for n in r.asked]
+    masks = [m for o in observers for m in o.masks]
+    assert asked and masks
+    assert min(asked) >= 2
+    assert min(int(np.count_nonzero(m)) for m in masks) >= 2
+
+
+@pytest.mark.parametrize("episode", ["round", "game"])
+def test_fast_path_plays_exactly_like_act(episode):
+    """`greedy` through its mask-only fast path and the same bot through `act` (observation
+    built) give the learner identical episodes: the fast path changes speed, not play."""
+
+    def trajectory(opponent):
+        env = ChickenFootSingleAgentEnv(opponents=[opponent], num_rounds=2, episode=episode)
+        out = []
+        _play(env, 3, 12, lambda e, o, r, t, i: out.append((o.tobytes(), r, t, e.learner)))
+        return out
+
+    assert trajectory("greedy") == trajectory(_ObservingGreedy)
