@@ -2,8 +2,9 @@
 
 Copies the run's chosen checkpoint (`--which best|latest`) to `<dest>/` in the weights-only
 format (card.json, policy.npz; never model.zip, which unpickles on load: see `training.export`),
-evaluates it with `training.evaluate` against each baseline — three copies of the bot, duplicate deals with seat rotation — over single rounds and over full games, draws the
-learning curve, and writes the card: `card.json` (the checkpoint card plus `training` and
+evaluates it with `training.evaluate` against each baseline — three copies of the bot, duplicate
+deals with seat rotation — over single rounds and over full games, draws the learning curve, and
+writes the card: `card.json` (the checkpoint card plus `training` and
 `evaluation` sections) and `card.md` (the same for people).
 
     python -m training.ship runs/ppo-4p-d9 checkpoints/ppo-4p-d9 --deals 2000 --workers 2
