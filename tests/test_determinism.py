@@ -214,3 +214,27 @@ def test_engine_and_clone_and_reset_agree():
         action = int(policy.choice(engine.legal_actions()))
         engine.step(action)
     assert engine.snapshot() == final
+
+
+def test_training_envs_are_identical_in_subprocess_and_in_process_workers():
+    """The vectorised training envs play the same episodes whether they run in worker processes."""
+    from training.config import load_config
+    from training.ppo import make_vec_env
+
+    def rollout(vec_env: str) -> list:
+        config = load_config("configs/smoke.yaml", [f"vec_env={vec_env}"])
+        vec = make_vec_env(config, [], seed=5)
+        rng = np.random.default_rng(0)
+        out = [vec.reset().tobytes()]
+        try:
+            for _ in range(60):
+                masks = np.stack(vec.env_method("action_masks"))
+                actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+                obs, rewards, dones, _ = vec.step(actions)
+                # DummyVecEnv buffers rewards as float32, SubprocVecEnv as float64.
+                out.append((obs.tobytes(), rewards.astype(np.float32).tolist(), dones.tolist()))
+        finally:
+            vec.close()
+        return out
+
+    assert rollout("subproc") == rollout("dummy")
