@@ -6,7 +6,9 @@
   playing never consumes them (one RNG per object, seeded; never the global ones).
 * `reset(seed)` followed by unseeded `reset()`s replays the same sequence of games.
 
-Determinism across SubprocVecEnv workers and evaluation worker counts is tested with training.
+* The vectorised training envs play the same episodes in SubprocVecEnv workers as in-process.
+
+Determinism across evaluation worker counts is tested in test_evaluate.py.
 """
 
 from __future__ import annotations
