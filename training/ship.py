@@ -103,6 +103,9 @@ def card_markdown(card: dict, dest: Path) -> str:
         + f" (run `{t['run']}`, checkpoint {t['checkpoint']})",
         f"- play it: `ppo:{dest}` in any policy spec, e.g. `python -m training.evaluate --agent "
         f"ppo:{dest} --opponents greedy --single-round`",
+        "- files: `card.json` + `policy.npz` (weights only, loaded without pickle; see README "
+        "\"Security: loading checkpoints\"). No `model.zip`: to resume training, use the run "
+        "directory's own checkpoint",
         "",
         f"## Evaluation ({e['deals']} duplicate deals, seed {e['seed']}, parity "
         f"{1 / cfg['num_players']:.0%})",
