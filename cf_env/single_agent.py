@@ -265,10 +265,12 @@ class ChickenFootSingleAgentEnv(gym.Env):
                     "action_mask": engine.legal_action_mask(),
                 }
                 action = self.seat_policies[seat].act(obs)
-            more, ended = self._play(action)
-            reward += more
-            if ended:
-                return reward, True
+            finished = engine.step(action)
+            if finished:  # a round ended (rare): pay the learner, maybe end the episode
+                more, ended = self._rounds_ended(finished)
+                reward += more
+                if ended:
+                    return reward, True
         return reward, True
 
     def _is_legal(self, action) -> bool:
@@ -282,16 +284,18 @@ class ChickenFootSingleAgentEnv(gym.Env):
     def _play(self, action: int) -> tuple[float, bool]:
         """One engine step; returns the learner's reward from it and whether the episode ended."""
         finished = self.engine.step(action)
-        if not finished:  # the usual case; a game only ends with a round
-            return 0.0, False
+        return self._rounds_ended(finished) if finished else (0.0, False)
+
+    def _rounds_ended(self, finished: list[list[int]]) -> tuple[float, bool]:
+        """The learner's reward for rounds that just ended (a game ends only with a round) and
+        whether the episode ended."""
         cfg, seat = self.config, self.learner
         reward = sum(round_rewards(cfg, points)[seat] for points in finished)
-        if finished:
-            self._last_round = finished[-1]
+        self._last_round = finished[-1]
         if self.engine.game_over:
             reward += game_rewards(cfg, self.engine.winners)[seat]
             return float(reward), True
-        return float(reward), self.episode == "round" and bool(finished)
+        return float(reward), self.episode == "round"
 
     def _observe(self) -> np.ndarray:
         return self.encoder.observe(self.engine, self.learner)
