@@ -1,6 +1,6 @@
 """`python -m cf_env.play`: play Chicken Foot in the terminal against bots or trained agents.
 
-    python -m cf_env.play --opponents ppo:checkpoints/agent.zip,greedy,heuristic
+    python -m cf_env.play --opponents ppo:checkpoints/ppo-4p-d9,greedy,heuristic
     python -m cf_env.play --opponents greedy --players 4 --rounds 3 --image table.png
 
 You sit in seat ``--seat`` (default 0); the other seats are filled from ``--opponents``, a

@@ -18,6 +18,8 @@ come from `training.opponents.OpponentPool`: bots plus frozen past learners. The
 
 Ctrl-C writes a checkpoint before exiting; `--resume` continues the step count, the optimiser and
 the opponent pool (the envs are re-seeded from `seed` and the step count, so no deal repeats).
+`--resume` unpickles the run's own `model.zip` (SB3 format); resume only run folders you created
+(README, "Security: loading checkpoints").
 """
 
 from __future__ import annotations
