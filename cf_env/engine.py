@@ -199,6 +199,14 @@ class Engine:
     def legal_actions(self) -> list[int]:
         return _bit_indices(self._legal_bits())
 
+    def forced_action(self) -> int:
+        """The acting seat's only legal action when it has exactly one (a forced draw, pass or
+        play), else -1 (a real choice, or the game is over). Cheaper than `legal_actions()`."""
+        legal = self._legal_bits()
+        if legal and not legal & (legal - 1):
+            return legal.bit_length() - 1
+        return -1
+
     def _legal_bits(self) -> int:
         """The one place legality is decided: bit a set = action a legal. Cached per state."""
         if self._legal is None:
@@ -251,7 +259,11 @@ class Engine:
 
     def step(self, action: int) -> list[list[int]]:
         """Apply one action of the acting seat. Returns the points of every round that ended."""
-        return self._settle(self._apply(self._check_action(action)))
+        if type(action) is int and action >= 0 and self._legal_bits() >> action & 1:
+            finished = self._apply(action)  # the usual case: a legal plain int, nothing to check
+        else:
+            finished = self._apply(self._check_action(action))  # raises, naming the problem
+        return self._settle(finished) if self.config.skip_forced else finished
 
     def _apply(self, action: int) -> list[list[int]]:
         cfg, tables = self.config, self.tables
@@ -277,14 +289,17 @@ class Engine:
             self.drawn_tile = -1
             self.current = (seat + 1) % cfg.num_players
         else:
-            tile, side = divmod(action, 2)
+            tile, side = action >> 1, action & 1  # action 2t + side (cf_env.actions)
             lo, hi = tables.pairs[tile]
             self._hands[seat, tile] = False
             self._hand_bits[seat] &= ~tables.tile_bits[tile]
             self.hand_counts[seat] -= 1
             self.on_table[tile] = True
             self.played_by[seat, tile] = True
-            self._place(tile, hi if side else lo)
+            if side:
+                self._place(tile, hi, lo)
+            else:
+                self._place(tile, lo, hi)
             self._refresh_playable()
             self.drawn_tile = -1
             self.current = (seat + 1) % cfg.num_players
@@ -319,8 +334,7 @@ class Engine:
         attach = self._attach
         return any(bits & attach for bits in self._hand_bits)
 
-    def _place(self, tile: int, attached: int) -> None:
-        free_end = self.tables.other_end(tile, attached)
+    def _place(self, tile: int, attached: int, free_end: int) -> None:
         if self.foot_value >= 0:  # R9: a toe on the pending foot
             arm = len(self.arms)
             self.arms.append(Arm(self.foot_arm, [(tile, attached)], free_end))

@@ -250,15 +250,15 @@ class ChickenFootSingleAgentEnv(gym.Env):
         engine, learner, reward = self.engine, self.learner, 0.0
         while not engine.game_over:
             seat = engine.current
-            legal = engine.legal_actions()
+            forced = engine.forced_action()  # most decisions here: cheaper than the legal list
             if seat == learner:
-                if not self.learner_skip_forced or len(legal) != 1:
+                if not self.learner_skip_forced or forced < 0:
                     return reward, False
-                action = legal[0]
-            elif len(legal) == 1:  # forced: taken without asking, as training.evaluate does
-                action = legal[0]
+                action = forced
+            elif forced >= 0:  # forced: taken without asking, as training.evaluate does
+                action = forced
             elif (fast := self._seat_fast[seat]) is not None:
-                action = fast(legal)
+                action = fast(engine.legal_actions())
             else:
                 obs = {
                     "observation": self.encoder.observe(engine, seat),
