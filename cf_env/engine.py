@@ -89,6 +89,8 @@ class Engine:
         # Hot-path copies of derived config values (config properties compute on each access).
         self._draw_action = self.config.draw_action
         self._pass_action = self.config.pass_action
+        # Row of each dealt tile in the deal order: seat 0's hand first (`_start_round`).
+        self._deal_seats = np.repeat(np.arange(self.config.num_players), self.config.hand_size)
 
     # ------------------------------------------------------------------ game flow
     def reset(self, seed: int | None = None) -> list[list[int]]:
@@ -106,15 +108,17 @@ class Engine:
 
     def _start_round(self) -> None:
         cfg, tables = self.config, self.tables
-        n, count = cfg.num_players, cfg.num_tiles
+        n, count, size = cfg.num_players, cfg.num_tiles, cfg.hand_size
         self.center = cfg.max_pips - self.round  # R4
-        order = self.rng.permutation(count)
+        perm = self.rng.permutation(count)
         self._hands = np.zeros((n, count), dtype=bool)
-        for seat in range(n):
-            self._hands[seat, order[seat * cfg.hand_size : (seat + 1) * cfg.hand_size]] = True
-        self.hand_counts = [cfg.hand_size] * n
+        self._hands[self._deal_seats, perm[: n * size]] = True
+        # The deal also as Python lists: cheap to search and to sum into the hand bitsets.
+        order = perm.tolist()
+        dealt = [order[seat * size : (seat + 1) * size] for seat in range(n)]
+        self.hand_counts = [size] * n
         # Internal boneyard is reversed: the next tile drawn is the last element (pop is O(1)).
-        self.boneyard = order[n * cfg.hand_size :][::-1].tolist()
+        self.boneyard = order[n * size :][::-1]
         self.on_table = np.zeros(count, dtype=bool)
         self.played_by = np.zeros((n, count), dtype=bool)
         self.voids = np.zeros((n, cfg.max_pips + 1), dtype=bool)
@@ -129,24 +133,28 @@ class Engine:
         # R5: whoever holds the start double places it; if nobody does, seats draw in turn
         # (beginning with seat round % n) until it is drawn; drawn tiles stay in hand.
         start = int(tables.double_id[self.center])
-        holders = np.flatnonzero(self._hands[:, start])
-        if holders.size:
-            holder = int(holders[0])
+        holders = [seat for seat, hand in enumerate(dealt) if start in hand]
+        if holders:
+            holder = holders[0]
         else:
             holder = self.round % n
             while True:
                 tile = self.boneyard.pop()
+                dealt[holder].append(tile)
                 self._hands[holder, tile] = True
                 self.hand_counts[holder] += 1
                 if tile == start:
                     break
                 holder = (holder + 1) % n
+        dealt[holder].remove(start)
         self._hands[holder, start] = False
         self.hand_counts[holder] -= 1
         self.on_table[start] = True
         self.start_seat = holder
         self.current = (holder + 1) % n
-        self._sync_hands()
+        self.hands = _readonly_view(self._hands)
+        bits = tables.tile_bits
+        self._hand_bits = [sum(bits[t] for t in hand) for hand in dealt]
         self._refresh_playable(recount=True)
 
     def _sync_hands(self) -> None:
@@ -365,7 +373,7 @@ class Engine:
 
     def _end_round(self) -> list[int]:
         """R12: score the hands, then deal the next round (R4) or finish the game (R13)."""
-        points = [int(self.points[self.hands[seat]].sum()) for seat in range(self.config.num_players)]
+        points = self._hands.dot(self.points).tolist()  # each seat's pips left in hand
         for seat, value in enumerate(points):
             self.scores[seat].append(value)
         if self.round + 1 < self.config.num_rounds:
