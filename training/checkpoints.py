@@ -42,7 +42,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -270,13 +270,6 @@ def load_weights(
             raise _refuse_pickle(Path(directory), "policy.npz is missing; only the SB3 model.zip "
                                  "is here")
         raise CheckpointError(f"{file}: missing (a checkpoint needs card.json and policy.npz)")
-    if card is not None and "policy_sha256" in card:  # exported checkpoints record it
-        digest = sha256_file(file)
-        if digest != card["policy_sha256"]:
-            raise CheckpointError(
-                f"{file}: sha256 {digest[:16]}… differs from card.json's policy_sha256 "
-                f"{str(card['policy_sha256'])[:16]}… (truncated, corrupted or replaced)"
-            )
     try:
         with np.load(file, allow_pickle=False) as data:
             if not hasattr(data, "files"):
@@ -322,6 +315,14 @@ def load_weights(
             raise CheckpointMismatchError(
                 f"{file}: layer sizes {sizes} (inputs, hidden…, actions) but card.json says "
                 f"{want} (observation_size, net_arch…, num_actions)"
+            )
+    # Last, so a damaged file is reported by what is wrong with it rather than by its digest.
+    if card is not None and "policy_sha256" in card:
+        digest = sha256_file(file)
+        if digest != card["policy_sha256"]:
+            raise CheckpointError(
+                f"{file}: sha256 {digest[:16]}… differs from card.json's policy_sha256 "
+                f"{str(card['policy_sha256'])[:16]}… (truncated, corrupted or replaced)"
             )
     return weights
 
@@ -383,27 +384,16 @@ def make_card(model, config: ChickenFootConfig, activation: str, **extra) -> dic
 def write_checkpoint(
     directory: str | os.PathLike, model, card: dict, *, with_model: bool = True
 ) -> Path:
-    """Write a complete checkpoint to `directory` (which must not exist yet), atomically."""
-    target = Path(directory)
+    """Write a training checkpoint atomically: the actor's weights and card, plus (unless
+    `with_model` is False) the full SB3 `model.zip` that `--resume` needs."""
+    _refuse_existing(Path(directory))
+    writers = {"model.zip": model.save} if with_model else {}
+    return write_weights_checkpoint(directory, actor_weights(model), card, writers=writers)
+
+
+def _refuse_existing(target: Path) -> None:
     if target.exists():
         raise FileExistsError(f"{target} exists; checkpoints are never overwritten in place")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        arrays = {}
-        for i, (W, b) in enumerate(actor_weights(model)):
-            arrays[f"W{i}"], arrays[f"b{i}"] = W, b
-        np.savez(tmp / "policy.npz", **arrays)
-        if with_model:
-            model.save(tmp / "model.zip")
-        (tmp / "card.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
-        _fsync_dir(tmp)
-        os.rename(tmp, target)  # atomic: target did not exist
-        _fsync_dir(target.parent)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -420,15 +410,16 @@ def write_weights_checkpoint(
     card: dict,
     *,
     extra_files: Mapping[str, str | os.PathLike] | None = None,
+    writers: Mapping[str, Callable[[Path], object]] | None = None,
 ) -> Path:
-    """Write a weights-only checkpoint (card.json + policy.npz [+ `extra_files`]), atomically.
+    """Write a checkpoint (card.json + policy.npz [+ `extra_files` copied, + files made by
+    `writers`, each called with its path]), atomically.
 
     `card["policy_sha256"]` is set to the written policy.npz's digest. `directory` must not
     exist: everything is written into a temporary sibling that is renamed into place when complete.
     """
     target = Path(directory)
-    if target.exists():
-        raise FileExistsError(f"{target} exists; checkpoints are never overwritten in place")
+    _refuse_existing(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
@@ -441,6 +432,8 @@ def write_weights_checkpoint(
         (tmp / "card.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
         for name, source in (extra_files or {}).items():
             shutil.copy2(source, tmp / name)
+        for name, write in (writers or {}).items():
+            write(tmp / name)
         for child in tmp.iterdir():
             with open(child, "rb") as handle:
                 os.fsync(handle.fileno())

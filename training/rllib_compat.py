@@ -22,10 +22,7 @@ they can be imported, tested and used (e.g. to play an exported policy) without 
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,7 +33,7 @@ from pettingzoo.utils import BaseWrapper
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.observation import observation_layout
 
-from .checkpoints import ACTIVATIONS, CHECKPOINT_FORMAT
+from .checkpoints import ACTIVATIONS, CHECKPOINT_FORMAT, write_weights_checkpoint
 
 RLLIB_OBS_KEY = "observations"  # the key RLlib's action-masking RLModule reads
 MASK_KEY = "action_mask"
@@ -213,22 +210,7 @@ def export_policy(
         "net_arch": [W.shape[0] for W, _ in layers[:-1]],
         **extra,
     }
-    target = Path(directory)
-    if target.exists():
-        raise FileExistsError(f"{target} exists; exports are never overwritten in place")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        arrays = {}
-        for i, (W, b) in enumerate(layers):
-            arrays[f"W{i}"], arrays[f"b{i}"] = W, b
-        np.savez(tmp / "policy.npz", **arrays)
-        (tmp / "card.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
-        os.rename(tmp, target)  # atomic: target did not exist
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+    return write_weights_checkpoint(directory, layers, card)
 
 
 __all__ = [
