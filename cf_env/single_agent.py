@@ -204,7 +204,8 @@ class ChickenFootSingleAgentEnv(gym.Env):
         """The learner's legal actions now (bool); all False once the episode has ended."""
         mask = np.zeros(self.config.num_actions, dtype=bool)
         if not self.engine.game_over and self.engine.current == self.learner:
-            mask[self.engine.legal_actions()] = True
+            for action in self.engine.legal_actions():  # a handful: cheaper than fancy indexing
+                mask[action] = True
         return mask
 
     def render(self):
