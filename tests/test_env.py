@@ -48,8 +48,9 @@ def test_pettingzoo_seed_test(config):
     seed_test(lambda: cf_env.env(**config), num_cycles=300)
 
 
-def test_pettingzoo_render_test():
-    render_test(lambda render_mode=None: cf_env.env(render_mode=render_mode, num_rounds=1))
+@pytest.mark.parametrize("config", [CONFIGS[1], CONFIGS[2]])
+def test_pettingzoo_render_test(config):
+    render_test(lambda render_mode=None: cf_env.env(render_mode=render_mode, **config))
 
 
 def test_entry_points_and_registry():
