@@ -43,7 +43,7 @@ from cf_env.single_agent import ChickenFootSingleAgentEnv
 from . import checkpoints as ckpt
 from .config import TrainConfig, config_from_dict, load_config
 from .opponents import OpponentPool
-from .provenance import git_revision, package_versions
+from .provenance import create_run_dir, git_revision, package_versions
 
 PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "stable-baselines3", "sb3-contrib")
 
@@ -85,13 +85,8 @@ def make_vec_env(config: TrainConfig, snapshots: list[str], seed: int):
 
 # ------------------------------------------------------------------------------- run directory
 def new_run_dir(config: TrainConfig, config_name: str) -> Path:
-    name = config.run_name or f"{config_name}-s{config.seed}-{datetime.now():%Y%m%d-%H%M%S}"
-    run_dir = Path(config.runs_dir) / name
-    if run_dir.exists():
-        raise FileExistsError(f"run directory {run_dir} exists; pick another run_name or --resume it")
-    run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-    return run_dir
+    return create_run_dir(config.runs_dir, config.run_name, f"{config_name}-s{config.seed}",
+                          config.to_dict(), "pick another run_name or --resume it")
 
 
 def write_run_info(run_dir: Path, config: TrainConfig, argv: list[str]) -> None:

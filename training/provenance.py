@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import subprocess
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -32,3 +33,16 @@ def package_versions(packages: tuple[str, ...]) -> dict:
         except metadata.PackageNotFoundError:
             out[name] = None
     return out
+
+
+def create_run_dir(runs_dir: str, run_name: str | None, default_name: str, config: dict,
+                   exists_hint: str = "pick another run_name") -> Path:
+    """Make a new run directory (never reusing one) holding the resolved `config.yaml`."""
+    import yaml  # the `train` extra; this module's other functions need only the stdlib
+
+    run_dir = Path(runs_dir) / (run_name or f"{default_name}-{datetime.now():%Y%m%d-%H%M%S}")
+    if run_dir.exists():
+        raise FileExistsError(f"run directory {run_dir} exists; {exists_hint}")
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return run_dir

@@ -63,7 +63,7 @@ from cf_env.policies import load_policy
 
 from . import checkpoints as ckpt
 from .config import apply_override
-from .provenance import git_revision, package_versions
+from .provenance import create_run_dir, git_revision, package_versions
 from .rllib_compat import (
     RLlibKeysWrapper,
     export_policy,
@@ -507,12 +507,8 @@ def init_ray(address: str | None, config: RLlibTrainConfig) -> None:
 
 # ------------------------------------------------------------------------------- run directory
 def new_run_dir(config: RLlibTrainConfig, config_name: str, argv: list[str]) -> Path:
-    name = config.run_name or f"{config_name}-s{config.seed}-{datetime.now():%Y%m%d-%H%M%S}"
-    run_dir = Path(config.runs_dir) / name
-    if run_dir.exists():
-        raise FileExistsError(f"run directory {run_dir} exists; pick another run_name")
-    run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    run_dir = create_run_dir(config.runs_dir, config.run_name, f"{config_name}-s{config.seed}",
+                             config.to_dict())
     info = {
         "trainer": "ray-rllib PPO (new API stack)",
         "env_config": config.rules().to_dict(),
