@@ -59,10 +59,12 @@ class GreedyPolicy:
         return int(best[0] if best.size == 1 else self.rng.choice(best))
 
     def act_legal(self, legal_actions: list[int]) -> int:
-        points = self._points
-        top = max(points[a] for a in legal_actions)
-        best = [a for a in legal_actions if points[a] == top]  # ascending, as in `act`
-        return best[0] if len(best) == 1 else best[int(self.rng.integers(len(best)))]
+        values = list(map(self._points.__getitem__, legal_actions))
+        top = max(values)
+        if values.count(top) == 1:
+            return legal_actions[values.index(top)]
+        best = [a for a, v in zip(legal_actions, values) if v == top]  # ascending, as in `act`
+        return best[int(self.rng.integers(len(best)))]
 
 
 # --------------------------------------------------------------------------- observation decoding

@@ -62,7 +62,7 @@ class SnapshotError(ValueError):
     """A snapshot that cannot be restored. The game state is unchanged."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Arm:
     """One line of tiles: a spinner arm (parent -1) or a toe of the foot double ending arm `parent`.
 
@@ -207,36 +207,24 @@ class Engine:
     def legal_actions(self) -> list[int]:
         return _bit_indices(self._legal_bits())
 
-    def forced_action(self) -> int:
-        """The acting seat's only legal action when it has exactly one (a forced draw, pass or
-        play), else -1 (a real choice, or the game is over). Cheaper than `legal_actions()`."""
-        legal = self._legal_bits()
-        if legal and not legal & (legal - 1):
-            return legal.bit_length() - 1
-        return -1
-
     def _legal_bits(self) -> int:
         """The one place legality is decided: bit a set = action a legal. Cached per state."""
-        if self._legal is None:
-            self._legal = self._compute_legal()
-        return self._legal
-
-    def _compute_legal(self) -> int:
+        if self._legal is not None:
+            return self._legal
         if self.game_over:
-            return 0
-        cfg = self.config
-        if self.drawn_tile >= 0:
+            legal = 0
+        elif self.drawn_tile >= 0:
             # R8: after a draw only the drawn tile may be placed; PASS ends the turn unless the
             # must-play variant forces a playable drawn tile.
-            plays = self.tables.tile_bits[self.drawn_tile] & self._attach
-            if plays and cfg.must_play_drawn:
-                return plays
-            return plays | 1 << self._pass_action
-        plays = self._hand_bits[self.current] & self._attach
-        if plays:
-            return plays
-        # R8: draw only when you cannot place; pass once the boneyard is empty
-        return 1 << (self._draw_action if self.boneyard else self._pass_action)
+            legal = self.tables.tile_bits[self.drawn_tile] & self._attach
+            if not (legal and self.config.must_play_drawn):
+                legal |= 1 << self._pass_action
+        else:
+            legal = self._hand_bits[self.current] & self._attach
+            if not legal:  # R8: draw only when you cannot place; pass once the boneyard is empty
+                legal = 1 << (self._draw_action if self.boneyard else self._pass_action)
+        self._legal = legal
+        return legal
 
     def _check_action(self, action: object) -> int:
         if type(action) is not int:  # plain ints (the usual case) need no conversion
@@ -297,35 +285,45 @@ class Engine:
             self.drawn_tile = -1
             self.current = (seat + 1) % cfg.num_players
         else:
-            tile, side = action >> 1, action & 1  # action 2t + side (cf_env.actions)
+            tile = action >> 1  # action 2t + side (cf_env.actions)
             lo, hi = tables.pairs[tile]
             self._hands[seat, tile] = False
-            self._hand_bits[seat] &= ~tables.tile_bits[tile]
+            self._hand_bits[seat] ^= tables.tile_bits[tile]  # both of the tile's bits are set
             self.hand_counts[seat] -= 1
             self.on_table[tile] = True
             self.played_by[seat, tile] = True
-            if side:
+            if action & 1:
                 self._place(tile, hi, lo)
             else:
                 self._place(tile, lo, hi)
             self._refresh_playable()
             self.drawn_tile = -1
             self.current = (seat + 1) % cfg.num_players
-            went_out = self.hand_counts[seat] == 0
+            went_out = not self.hand_counts[seat]
         self._legal = None
         # R11: the round ends when a hand empties, or when nobody can place and nobody can draw.
         if went_out or (not self.boneyard and not self._anyone_can_place()):
             return [self._end_round()]
         return []
 
+    def take_forced(self, stop_seat: int = -1) -> list[list[int]]:
+        """Apply forced decisions (exactly one legal action: most draws and passes) until a seat
+        has a real choice, `stop_seat` is to act, or a round ends. Returns what `step` returns:
+        the points of the round that ended, if one did. One call replaces the legality-check/step
+        pairs a driver loop would make (the single-agent adapter's opponents' path)."""
+        finished: list[list[int]] = []
+        while not finished and self.current != stop_seat:
+            legal = self._legal_bits()
+            if not legal or legal & (legal - 1):  # game over, or more than one bit: a choice
+                break
+            finished = self._apply(legal.bit_length() - 1)
+        return finished
+
     def _settle(self, finished: list[list[int]]) -> list[list[int]]:
         """With `skip_forced`, take every decision that has exactly one legal action."""
         if self.config.skip_forced:
-            while not self.game_over:
-                legal = self._legal_bits()
-                if legal & (legal - 1):  # more than one bit: a real choice
-                    break
-                finished += self._apply(legal.bit_length() - 1)
+            while more := self.take_forced():
+                finished += more
         return finished
 
     def _draw(self, seat: int) -> int:
@@ -409,7 +407,7 @@ class Engine:
         return np.flatnonzero(self.hands[seat]).tolist()
 
     def totals(self) -> list[int]:
-        return [sum(s) for s in self.scores]
+        return list(map(sum, self.scores))
 
     def clone(self) -> Engine:
         """An independent copy (cheaper than snapshot/restore), e.g. for tree search."""

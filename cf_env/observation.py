@@ -11,6 +11,7 @@ Bump `OBSERVATION_VERSION` whenever a piece changes meaning, size or order: chec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import truediv
 
 import numpy as np
 
@@ -97,9 +98,11 @@ def state_layout(cfg: ChickenFootConfig) -> Layout:
 class Encoder:
     """Fills observation and state vectors for one config; tables are built once.
 
-    Speed: an observation is a dozen slice copies and scalar writes into one fresh buffer; the
-    opponents' rows of the engine's per-seat arrays are gathered with one `take` in a precomputed
-    clockwise order.
+    Speed (CPython 3.11, where every comprehension is a function call and every numpy call costs
+    more than the data it moves at these sizes): an observation is a fresh zero buffer, four
+    whole-array copies (hand, table, and the opponents' voids and played tiles gathered with one
+    `take` each in a precomputed clockwise order), one division that turns every count and scalar
+    piece into its value at precomputed positions, and the one-hot bits written one by one.
     """
 
     def __init__(self, cfg: ChickenFootConfig):
@@ -110,50 +113,163 @@ class Encoder:
         # Egocentric seat order for each viewer: self, then clockwise.
         self.seat_order = [np.array([(seat + k) % n for k in range(n)]) for seat in range(n)]
         self.opponents = [order[1:] for order in self.seat_order]
+        self._obs_values = _CountPieces(self.layout, cfg, ["hand_sizes", "scores"])
+        self._state_values = _CountPieces(self.state_layout, cfg, ["scores"])
 
     def observe(self, engine, seat: int) -> np.ndarray:
-        cfg, s = self.config, self.layout.slices
+        s = self.layout.slices
         out = np.zeros(self.layout.size, dtype=np.float32)
         out[s["hand"]] = engine.hands[seat]
-        self._fill_public(engine, out, s)
-        if engine.drawn_tile >= 0 and engine.current == seat:
-            out[s["drawn_tile"].start + engine.drawn_tile] = 1
-        counts = engine.hand_counts
-        out[s["hand_sizes"]] = [c / cfg.hand_size for c in counts[seat:] + counts[:seat]]
+        out[s["table"]] = engine.on_table
         opponents = self.opponents[seat]
         out[s["opponent_voids"]] = engine.voids.take(opponents, axis=0).reshape(-1)
         out[s["opponent_played"]] = engine.played_by.take(opponents, axis=0).reshape(-1)
-        totals, scale = engine.totals(), cfg.points_scale
-        # float64 division rounded to float32 equals the float32 division (exact int inputs).
-        out[s["scores"]] = [t / scale for t in totals[seat:] + totals[:seat]]
+        counts, totals = engine.hand_counts, engine.totals()
+        per_seat = counts[seat:] + counts[:seat] + totals[seat:] + totals[:seat]
+        self._obs_values.write(out, engine, per_seat, len(engine.boneyard))
+        view = self._one_hots(engine, out, s)
+        if engine.drawn_tile >= 0 and engine.current == seat:
+            view[s["drawn_tile"].start + engine.drawn_tile] = 1.0
         return out
 
     def state(self, engine) -> np.ndarray:
-        cfg, s = self.config, self.state_layout.slices
+        s = self.state_layout.slices
         out = np.zeros(self.state_layout.size, dtype=np.float32)
         out[s["hands"]] = engine.hands.ravel()
         out[s["boneyard"].start + np.asarray(engine.boneyard, dtype=np.int64)] = 1
-        self._fill_public(engine, out, s)
-        if engine.drawn_tile >= 0:
-            out[s["drawn_tile"].start + engine.drawn_tile] = 1
-        if not engine.game_over:
-            out[s["current"].start + engine.current] = 1
+        out[s["table"]] = engine.on_table
         out[s["voids"]] = engine.voids.ravel()
-        out[s["scores"]] = np.asarray(engine.totals(), dtype=np.float32) / cfg.points_scale
+        self._state_values.write(out, engine, engine.totals())
+        view = self._one_hots(engine, out, s)
+        if engine.drawn_tile >= 0:
+            view[s["drawn_tile"].start + engine.drawn_tile] = 1.0
+        if not engine.game_over:
+            view[s["current"].start + engine.current] = 1.0
         return out
 
-    def _fill_public(self, engine, out: np.ndarray, s: dict[str, slice]) -> None:
-        out[s["table"]] = engine.on_table
-        out[s["open_ends"]] = engine.open_count
+    @staticmethod
+    def _one_hots(engine, out: np.ndarray, s: dict[str, slice]) -> memoryview:
+        """Writes the public one-hot bits (playable values, pending foot, round, centre); returns
+        the buffer's memoryview for the caller's own bits (single float writes, no numpy call)."""
+        view = memoryview(out)
+        view[s["round"].start + engine.round] = 1.0
+        view[s["center"].start + engine.center] = 1.0
         if not engine.game_over:
             start = s["playable_values"].start
             for value in engine.playable_values():
-                out[start + value] = 1
-        out[s["spinner_arms_empty"].start] = engine.spinner_empty
+                view[start + value] = 1.0
         if engine.foot_value >= 0:
-            out[s["foot_double"].start + engine.foot_value] = 1
-        out[s["foot_toes_left"].start] = engine.toes_left
-        if "boneyard_size" in s:
-            out[s["boneyard_size"].start] = len(engine.boneyard) / self.config.num_tiles
-        out[s["round"].start + engine.round] = 1
-        out[s["center"].start + engine.center] = 1
+            view[s["foot_double"].start + engine.foot_value] = 1.0
+        return view
+
+
+class _CountPieces:
+    """The pieces that are a count over a fixed divisor (open ends, the per-seat pieces, the
+    spinner, the toes and, in observations, the boneyard): their positions and divisors, so one
+    float32 division fills them all. float32 division of exact integers is correctly rounded, so
+    it equals the float64 quotient rounded to float32."""
+
+    def __init__(self, layout: Layout, cfg: ChickenFootConfig, seat_pieces: list[str]):
+        s = layout.slices
+        divisor = {"hand_sizes": cfg.hand_size, "scores": cfg.points_scale}
+        divisor["boneyard_size"] = cfg.num_tiles
+        names = ["open_ends", *seat_pieces, "spinner_arms_empty", "foot_toes_left"]
+        names += ["boneyard_size"] if "boneyard_size" in s else []
+        self.index = np.concatenate([np.arange(s[name].start, s[name].stop) for name in names])
+        self.divisors = np.concatenate(
+            [np.full(s[name].stop - s[name].start, divisor.get(name, 1)) for name in names]
+        ).tolist()
+
+    def write(self, out: np.ndarray, engine, per_seat: list[int], *boneyard: int) -> None:
+        counts = [*engine.open_count, *per_seat, engine.spinner_empty, engine.toes_left, *boneyard]
+        out[self.index] = list(map(truediv, counts, self.divisors))
+
+
+class SeatView:
+    """One seat's observations of one engine, kept current between calls: for a driver that
+    observes the same seat again and again (the single-agent adapter's learner).
+
+    Within a round the engine changes only by actions, and it appends each to `engine.history`.
+    So a call that continues the previous one (the same history list, round and seat; game not
+    over) updates a kept buffer instead of building a new one: each new placement marks its tile
+    on the table (and in the opponent's played tiles) and rewrites the open-end counts of the
+    tile's two values; then the pieces that change without a placement (hand, hand sizes,
+    voids after a draw or pass, scalars, one-hot bits) are rewritten. Anything else (another
+    engine, a new round or game, a restore) is built from scratch by `Encoder.observe`. Every
+    call returns a fresh copy, equal to `Encoder.observe` (tests check each call).
+    """
+
+    def __init__(self, encoder: Encoder):
+        self.encoder = encoder
+        cfg, s = encoder.config, encoder.layout.slices
+        self._two_t = 2 * cfg.num_tiles
+        self._pairs = tile_tables(cfg.max_pips).pairs
+        self._start = {name: piece.start for name, piece in s.items()}
+        n = cfg.num_players
+        # Offset of each actor's row in "opponent_played", per viewing seat (-1: the viewer).
+        self._played_row = [
+            [((actor - seat) % n - 1) * cfg.num_tiles for actor in range(n)] for seat in range(n)
+        ]
+        self._history: list | None = None
+
+    def observe(self, engine, seat: int) -> np.ndarray:
+        history = engine.history
+        if (
+            history is not self._history
+            or seat != self._seat
+            or engine.round != self._round
+            or engine.game_over
+        ):
+            self._buffer = self.encoder.observe(engine, seat)
+            self._view = memoryview(self._buffer)
+            self._history, self._seat, self._round = history, seat, engine.round
+            self._seen = len(history)
+            self._ones = self._one_hot_positions(engine, seat)
+            return self._buffer.copy()
+        self._update(engine, seat, history)
+        return self._buffer.copy()
+
+    def _update(self, engine, seat: int, history: list) -> None:
+        view, start, cfg = self._view, self._start, self.encoder.config
+        table, played, open_ends = start["table"], start["opponent_played"], start["open_ends"]
+        played_row, open_count, pairs = self._played_row[seat], engine.open_count, self._pairs
+        voids_changed = False
+        for _, actor, action in history[self._seen :]:
+            if action < self._two_t:  # a placement (cf_env.actions)
+                tile = action >> 1
+                view[table + tile] = 1.0
+                if actor != seat:
+                    view[played + played_row[actor] + tile] = 1.0
+                lo, hi = pairs[tile]
+                view[open_ends + lo] = open_count[lo]
+                view[open_ends + hi] = open_count[hi]
+            elif actor != seat:  # an opponent's draw or pass may change what it showed it lacks
+                voids_changed = True
+        self._seen = len(history)
+        s, buffer = self.encoder.layout.slices, self._buffer
+        buffer[s["hand"]] = engine.hands[seat]
+        if voids_changed:
+            opponents = self.encoder.opponents[seat]
+            buffer[s["opponent_voids"]] = engine.voids.take(opponents, axis=0).reshape(-1)
+        counts, size = engine.hand_counts, cfg.hand_size
+        for k, count in enumerate(counts[seat:] + counts[:seat]):
+            view[start["hand_sizes"] + k] = count / size
+        view[start["spinner_arms_empty"]] = engine.spinner_empty
+        view[start["foot_toes_left"]] = engine.toes_left
+        view[start["boneyard_size"]] = len(engine.boneyard) / cfg.num_tiles
+        for position in self._ones:
+            view[position] = 0.0
+        self._ones = self._one_hot_positions(engine, seat)
+        for position in self._ones:
+            view[position] = 1.0
+
+    def _one_hot_positions(self, engine, seat: int) -> list[int]:
+        """Positions of the one-hot bits that can move within a round: playable values, the
+        pending foot and the seat's drawn tile (the game is not over here)."""
+        start = self._start
+        ones = [start["playable_values"] + value for value in engine.playable_values()]
+        if engine.foot_value >= 0:
+            ones.append(start["foot_double"] + engine.foot_value)
+        if engine.drawn_tile >= 0 and engine.current == seat:
+            ones.append(start["drawn_tile"] + engine.drawn_tile)
+        return ones

@@ -53,7 +53,7 @@ from gymnasium import spaces
 
 from .config import ChickenFootConfig
 from .engine import Engine
-from .observation import OBSERVATION_VERSION, Encoder
+from .observation import OBSERVATION_VERSION, Encoder, SeatView
 from .policies import Policy, legal_fast_path, load_policy
 from .rewards import game_rewards, round_rewards
 
@@ -157,6 +157,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
             self.opponents = SpecOpponents(opponents, config)
         self.engine = Engine(config, seed=0)
         self.encoder = Encoder(config)
+        self._learner_view = SeatView(self.encoder)
         layout = self.encoder.layout
         self.observation_space = spaces.Box(0.0, layout.high, (layout.size,), np.float32)
         self.action_space = spaces.Discrete(config.num_actions)
@@ -249,30 +250,31 @@ class ChickenFootSingleAgentEnv(gym.Env):
         Returns the learner's reward collected meanwhile and whether the episode ended.
         """
         engine, learner, reward = self.engine, self.learner, 0.0
-        while not engine.game_over:
-            seat = engine.current
-            forced = engine.forced_action()  # most decisions here: cheaper than the legal list
-            if seat == learner:
-                if not self.learner_skip_forced or forced < 0:
+        # Forced decisions (most of them: draws, passes) are taken without asking anyone, as
+        # training.evaluate does; the learner's too unless it wants to see them.
+        stop_seat = -1 if self.learner_skip_forced else learner
+        while True:
+            finished = engine.take_forced(stop_seat)
+            if not finished:
+                seat = engine.current
+                if engine.game_over:
+                    return reward, True
+                if seat == learner:
                     return reward, False
-                action = forced
-            elif forced >= 0:  # forced: taken without asking, as training.evaluate does
-                action = forced
-            elif (fast := self._seat_fast[seat]) is not None:
-                action = fast(engine.legal_actions())
-            else:
-                obs = {
-                    "observation": self.encoder.observe(engine, seat),
-                    "action_mask": engine.legal_action_mask(),
-                }
-                action = self.seat_policies[seat].act(obs)
-            finished = engine.step(action)
+                if (fast := self._seat_fast[seat]) is not None:
+                    action = fast(engine.legal_actions())
+                else:
+                    obs = {
+                        "observation": self.encoder.observe(engine, seat),
+                        "action_mask": engine.legal_action_mask(),
+                    }
+                    action = self.seat_policies[seat].act(obs)
+                finished = engine.step(action)
             if finished:  # a round ended (rare): pay the learner, maybe end the episode
                 more, ended = self._rounds_ended(finished)
                 reward += more
                 if ended:
                     return reward, True
-        return reward, True
 
     def _is_legal(self, action) -> bool:
         mask = self.engine.legal_action_mask()
@@ -299,7 +301,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         return float(reward), self.episode == "round"
 
     def _observe(self) -> np.ndarray:
-        return self.encoder.observe(self.engine, self.learner)
+        return self._learner_view.observe(self.engine, self.learner)
 
     def _info(self) -> dict:
         return {"learner_seat": self.learner, "round": self.engine.round}

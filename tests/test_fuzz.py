@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 import cf_env
 from cf_env import ChickenFootConfig, Engine
 from cf_env.config import SUPPORTED_SETS, default_hand_size, max_players
-from cf_env.observation import Encoder
+from cf_env.observation import Encoder, SeatView
 from cf_env.render import render_text
 
 FUZZ = settings(
@@ -434,6 +434,39 @@ def test_snapshot_json_restore_continues_identically(cfg, seed, policy_seed, cut
     restored = restored_copy(original, seed=seed + 1)
     assert rules_state(restored.snapshot()) == rules_state(original.snapshot())
     lockstep(original, restored, policy, Encoder(cfg))
+
+
+@settings(FUZZ, max_examples=40)
+@given(cfg=configs(), seed=seeds, policy_seed=seeds)
+def test_seat_view_equals_a_fresh_observation_every_call(cfg, seed, policy_seed):
+    """The incrementally kept observation (`SeatView`) is `Encoder.observe`, call after call:
+    across rounds, games, seat changes, restores (also of another game into the same engine)
+    and clones, with one view per seat and one view that hops between seats."""
+    engine, encoder = Engine(cfg, seed=seed), Encoder(cfg)
+    n = cfg.num_players
+    views, hopping = [SeatView(encoder) for _ in range(n)], SeatView(encoder)
+    policy = np.random.default_rng(policy_seed)
+    saved = engine.snapshot()
+    for _ in range(600):
+        seat_now = int(policy.integers(n))
+        for seat, view in enumerate(views):
+            if policy.random() < 0.5:  # views skip calls: several actions between updates
+                continue
+            got = view.observe(engine, seat)
+            np.testing.assert_array_equal(got, encoder.observe(engine, seat))
+            got[:] = 7  # a returned array is the caller's: the view must not depend on it
+        np.testing.assert_array_equal(hopping.observe(engine, seat_now), encoder.observe(engine, seat_now))
+        roll = policy.random()
+        if engine.game_over or roll < 0.01:
+            engine.reset(int(policy.integers(2**31)))
+        elif roll < 0.03:
+            engine.restore(saved)  # back in time: a new history, maybe another round
+        elif roll < 0.04:
+            saved = engine.snapshot()
+        elif roll < 0.05:
+            engine = engine.clone()  # another engine at the same position
+        else:
+            engine.step(int(policy.choice(engine.legal_actions())))
 
 
 @pytest.mark.parametrize("players", [2, 3, 4])

@@ -313,3 +313,28 @@ def test_skip_forced_plays_the_same_game_as_taking_forced_actions_by_hand():
         if len(legal) > 1:
             skip.step(action)
     assert skip.game_over and skip.scores == plain.scores
+
+
+@pytest.mark.parametrize("stop_seat", [-1, 0, 2])
+def test_take_forced_takes_exactly_the_single_action_decisions(stop_seat):
+    """`take_forced` stops at a real choice, at `stop_seat`'s turn, or right after a round ends;
+    until then it plays what a by-hand loop over one-action decisions would."""
+    by_hand, batched = Engine(ChickenFootConfig(), seed=4), Engine(ChickenFootConfig(), seed=4)
+    rng = np.random.default_rng(4)
+    while not batched.game_over:
+        finished: list[list[int]] = []
+        while not finished and by_hand.current != stop_seat:
+            legal = by_hand.legal_actions()
+            if len(legal) != 1:
+                break
+            finished = by_hand.step(legal[0])
+        assert batched.take_forced(stop_seat) == finished
+        assert batched.snapshot() == by_hand.snapshot()
+        if finished or batched.game_over:
+            continue
+        legal = batched.legal_actions()
+        if batched.current == stop_seat and len(legal) == 1:
+            assert batched.take_forced(stop_seat) == []  # nothing taken for the stop seat
+        action = int(rng.choice(legal))
+        assert batched.step(action) == by_hand.step(action)
+    assert by_hand.game_over and batched.scores == by_hand.scores
