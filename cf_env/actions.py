@@ -29,6 +29,17 @@ class DecodedAction(NamedTuple):
     free_end: int  # value of the half that becomes the new open end, -1 unless PLAY
 
 
+def actions_in(bits: int) -> list[int]:
+    """The action ids of a legal-set bitset (bit a set <=> action a legal), ascending."""
+    out = []
+    while bits:
+        top = bits.bit_length() - 1
+        out.append(top)
+        bits ^= 1 << top
+    out.reverse()
+    return out
+
+
 def encode_play(tables: TileTables, tile: int, attached: int) -> int:
     lo, hi = tables.pairs[tile]
     if attached == lo:

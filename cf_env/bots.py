@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .actions import actions_in
 from .config import ChickenFootConfig
 from .observation import Encoder
 from .policies import register_policy
@@ -25,7 +26,7 @@ from .tiles import tile_tables
 
 
 class RandomPolicy:
-    """Uniform over the legal actions. `act_legal` is the mask-only fast path
+    """Uniform over the legal actions. `act_bits` is the mask-only fast path
     (`cf_env.policies`): ``rng.choice(array)`` draws exactly ``rng.integers(len(array))``, so
     both entry points consume the RNG identically (tests/test_bots.py checks it)."""
 
@@ -36,13 +37,16 @@ class RandomPolicy:
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
         return int(self.rng.choice(np.flatnonzero(observation["action_mask"])))
 
-    def act_legal(self, legal_actions: list[int]) -> int:
+    def act_bits(self, legal: int) -> int:
+        legal_actions = actions_in(legal)
         return legal_actions[int(self.rng.integers(len(legal_actions)))]
 
 
 class GreedyPolicy:
-    """The legal tile with the most points; ties broken by the seeded RNG. `act_legal` is the
-    mask-only fast path (`cf_env.policies`), the same choice and RNG use in plain Python."""
+    """The legal tile with the most points; ties broken by the seeded RNG. `act_bits` is the
+    mask-only fast path (`cf_env.policies`), the same choice and RNG use on the legal bitset:
+    the actions grouped by points into bitsets, best first, so the first group the legal set
+    meets holds the choice."""
 
     def __init__(self, config: ChickenFootConfig, seed: int | None = None):
         self.config = config
@@ -50,7 +54,10 @@ class GreedyPolicy:
         points = tile_tables(config.max_pips).points(config.double_blank_value)
         # Value of each action: the points of the tile it plays; DRAW/PASS worth -1 (last resort).
         self.action_points = np.append(np.repeat(points, 2), [-1, -1]).astype(np.float64)
-        self._points = self.action_points.tolist()  # Python floats: no numpy call per decision
+        groups: dict[float, int] = {}
+        for action, value in enumerate(self.action_points.tolist()):
+            groups[value] = groups.get(value, 0) | 1 << action
+        self._by_points = [groups[value] for value in sorted(groups, reverse=True)]
 
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
         legal = np.flatnonzero(observation["action_mask"])
@@ -58,13 +65,17 @@ class GreedyPolicy:
         best = legal[values == values.max()]
         return int(best[0] if best.size == 1 else self.rng.choice(best))
 
-    def act_legal(self, legal_actions: list[int]) -> int:
-        values = list(map(self._points.__getitem__, legal_actions))
-        top = max(values)
-        if values.count(top) == 1:
-            return legal_actions[values.index(top)]
-        best = [a for a, v in zip(legal_actions, values) if v == top]  # ascending, as in `act`
-        return best[int(self.rng.integers(len(best)))]
+    def act_bits(self, legal: int) -> int:
+        for group in self._by_points:
+            best = legal & group
+            if best:
+                break
+        else:
+            raise ValueError("no legal action")
+        if not best & (best - 1):
+            return best.bit_length() - 1
+        tied = actions_in(best)  # ascending, as in `act`
+        return tied[int(self.rng.integers(len(tied)))]
 
 
 # --------------------------------------------------------------------------- observation decoding

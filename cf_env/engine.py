@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .actions import describe
+from .actions import actions_in, describe
 from .config import ChickenFootConfig
 from .tiles import TileTables, tile_tables
 
@@ -83,12 +83,16 @@ class Engine:
         self.tables: TileTables = tile_tables(self.config.max_pips)
         self.points = self.tables.points(self.config.double_blank_value)
         self._set_constants()
+        self._new_boards()
         self.reset(seed)
 
     def _set_constants(self) -> None:
         # Hot-path copies of derived config values (config properties compute on each access).
         self._draw_action = self.config.draw_action
         self._pass_action = self.config.pass_action
+        self._num_tiles = self.config.num_tiles
+        self._num_values = self.config.max_pips + 1
+        self._no_values = bytes(self._num_values)
         # Row of each dealt tile in the deal order: seat 0's hand first (`_start_round`).
         self._deal_seats = np.repeat(np.arange(self.config.num_players), self.config.hand_size)
 
@@ -111,7 +115,8 @@ class Engine:
         n, count, size = cfg.num_players, cfg.num_tiles, cfg.hand_size
         self.center = cfg.max_pips - self.round  # R4
         perm = self.rng.permutation(count)
-        self._hands = np.zeros((n, count), dtype=bool)
+        for board in (self._hand_bytes, self._table_bytes, self._played_bytes, self._void_bytes):
+            board[:] = bytes(len(board))  # in place: the views stay the engine's boards
         self._hands[self._deal_seats, perm[: n * size]] = True
         # The deal also as Python lists: cheap to search and to sum into the hand bitsets.
         order = perm.tolist()
@@ -119,9 +124,6 @@ class Engine:
         self.hand_counts = [size] * n
         # Internal boneyard is reversed: the next tile drawn is the last element (pop is O(1)).
         self.boneyard = order[n * size :][::-1]
-        self.on_table = np.zeros(count, dtype=bool)
-        self.played_by = np.zeros((n, count), dtype=bool)
-        self.voids = np.zeros((n, cfg.max_pips + 1), dtype=bool)
         self.open_count = [0] * (cfg.max_pips + 1)
         self.arms: list[Arm] = []
         self.tip_arms: list[list[int]] = [[] for _ in range(cfg.max_pips + 1)]
@@ -152,14 +154,46 @@ class Engine:
         self.on_table[start] = True
         self.start_seat = holder
         self.current = (holder + 1) % n
-        self.hands = _readonly_view(self._hands)
         bits = tables.tile_bits
-        self._hand_bits = [sum(bits[t] for t in hand) for hand in dealt]
-        self._refresh_playable(recount=True)
+        self._hand_bits = [sum(map(bits.__getitem__, hand)) for hand in dealt]
+        self._open_attach = 0  # no open ends yet
+        self._refresh_playable()
+
+    def _new_boards(self, copy_of: Engine | None = None) -> None:
+        """Create the 0/1 boards: hands, table, played tiles and voids (zeroed, or copies of
+        another engine's). Each lives in a bytearray with a numpy view over it: the hot paths
+        write single entries through the bytearray (a plain item assignment, several times
+        cheaper than numpy scalar indexing) and everyone else reads the arrays. The views are
+        live for the engine's life (a new round clears them in place): copy to keep one."""
+        n, count, values = self.config.num_players, self.config.num_tiles, self.config.max_pips + 1
+        if copy_of is None:
+            self._hand_bytes, self._table_bytes = bytearray(n * count), bytearray(count)
+            self._played_bytes, self._void_bytes = bytearray(n * count), bytearray(n * values)
+        else:
+            self._hand_bytes = bytearray(copy_of._hand_bytes)
+            self._table_bytes = bytearray(copy_of._table_bytes)
+            self._played_bytes = bytearray(copy_of._played_bytes)
+            self._void_bytes = bytearray(copy_of._void_bytes)
+        self._hands = np.frombuffer(self._hand_bytes, dtype=bool).reshape(n, count)
+        self.hands = _readonly_view(self._hands)
+        self.on_table = np.frombuffer(self._table_bytes, dtype=bool)
+        self.played_by = np.frombuffer(self._played_bytes, dtype=bool).reshape(n, count)
+        self.voids = np.frombuffer(self._void_bytes, dtype=bool).reshape(n, values)
+
+    def __getstate__(self) -> dict:
+        # The numpy views must be rebuilt over the copied bytearrays (copy, deepcopy, pickle).
+        state = dict(self.__dict__)
+        for view in ("_hands", "hands", "on_table", "played_by", "voids"):
+            state.pop(view, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "_hand_bytes" in state:
+            self._new_boards(copy_of=self)
 
     def _sync_hands(self) -> None:
-        """Rebuild the read-only `hands` view and the hand bitsets from `_hands` (new deal/restore)."""
-        self.hands = _readonly_view(self._hands)
+        """Rebuild the hand bitsets from `_hands` (after a restore)."""
         bits = self.tables.tile_bits
         self._hand_bits = [sum(bits[t] for t in np.flatnonzero(row).tolist()) for row in self._hands]
 
@@ -200,15 +234,17 @@ class Engine:
     def legal_action_mask(self) -> np.ndarray:
         """The acting seat's legal actions as a fresh int8 array (all zeros once the game is over)."""
         mask = np.zeros(self.config.num_actions, dtype=np.int8)
-        for action in _bit_indices(self._legal_bits()):  # a handful: faster than unpacking bits
+        for action in actions_in(self.legal_bits()):  # a handful: faster than unpacking bits
             mask[action] = 1
         return mask
 
     def legal_actions(self) -> list[int]:
-        return _bit_indices(self._legal_bits())
+        return actions_in(self.legal_bits())
 
-    def _legal_bits(self) -> int:
-        """The one place legality is decided: bit a set = action a legal. Cached per state."""
+    def legal_bits(self) -> int:
+        """The one place legality is decided: the legal actions as an int bitset (bit a set <=>
+        action a legal), computed once per state. The cheapest form of the legal set: the mask
+        and the list are made from it, and fast-path policies take it as is (`cf_env.policies`)."""
         if self._legal is not None:
             return self._legal
         if self.game_over:
@@ -231,11 +267,11 @@ class Engine:
             action = self._as_int(action)
         if self.game_over:
             raise IllegalActionError(f"action {action}: the game is over; call reset()")
-        legal_bits = self._legal_bits()
+        legal_bits = self.legal_bits()
         if action < 0 or not legal_bits >> action & 1:
             in_range = 0 <= action < self.config.num_actions
             what = describe(self.tables, action) if in_range else "out of range"
-            legal = _bit_indices(legal_bits)
+            legal = actions_in(legal_bits)
             named = ", ".join(f"{a} ({describe(self.tables, a)})" for a in legal)
             raise IllegalActionError(
                 f"action {action} ({what}) is not legal for seat {self.current}; legal: {named}"
@@ -255,7 +291,7 @@ class Engine:
 
     def step(self, action: int) -> list[list[int]]:
         """Apply one action of the acting seat. Returns the points of every round that ended."""
-        if type(action) is int and action >= 0 and self._legal_bits() >> action & 1:
+        if type(action) is int and action >= 0 and self.legal_bits() >> action & 1:
             finished = self._apply(action)  # the usual case: a legal plain int, nothing to check
         else:
             finished = self._apply(self._check_action(action))  # raises, naming the problem
@@ -269,29 +305,30 @@ class Engine:
         if action == self._draw_action:
             # The seat showed it holds none of the playable values; drawing adds an unseen
             # tile, so older knowledge about this seat is dropped.
-            shown = self.voids[seat]
-            shown[:] = False
+            row = seat * self._num_values
+            voids = self._void_bytes
+            voids[row : row + self._num_values] = self._no_values
             for value in self._playable():
-                shown[value] = True
+                voids[row + value] = 1
             tile = self._draw(seat)
             while cfg.draw_until_playable and self.boneyard and not self._fits(tile):
                 tile = self._draw(seat)
             self.drawn_tile = tile
         elif action == self._pass_action:
             if self.drawn_tile < 0:
-                shown = self.voids[seat]
+                row = seat * self._num_values
                 for value in self._playable():
-                    shown[value] = True
+                    self._void_bytes[row + value] = 1
             self.drawn_tile = -1
             self.current = (seat + 1) % cfg.num_players
         else:
             tile = action >> 1  # action 2t + side (cf_env.actions)
             lo, hi = tables.pairs[tile]
-            self._hands[seat, tile] = False
+            self._hand_bytes[seat * self._num_tiles + tile] = 0
             self._hand_bits[seat] ^= tables.tile_bits[tile]  # both of the tile's bits are set
             self.hand_counts[seat] -= 1
-            self.on_table[tile] = True
-            self.played_by[seat, tile] = True
+            self._table_bytes[tile] = 1
+            self._played_bytes[seat * self._num_tiles + tile] = 1
             if action & 1:
                 self._place(tile, hi, lo)
             else:
@@ -313,7 +350,7 @@ class Engine:
         pairs a driver loop would make (the single-agent adapter's opponents' path)."""
         finished: list[list[int]] = []
         while not finished and self.current != stop_seat:
-            legal = self._legal_bits()
+            legal = self.legal_bits()
             if not legal or legal & (legal - 1):  # game over, or more than one bit: a choice
                 break
             finished = self._apply(legal.bit_length() - 1)
@@ -328,7 +365,7 @@ class Engine:
 
     def _draw(self, seat: int) -> int:
         tile = self.boneyard.pop()
-        self._hands[seat, tile] = True
+        self._hand_bytes[seat * self._num_tiles + tile] = 1
         self._hand_bits[seat] |= self.tables.tile_bits[tile]
         self.hand_counts[seat] += 1
         return tile
@@ -411,20 +448,15 @@ class Engine:
 
     def clone(self) -> Engine:
         """An independent copy (cheaper than snapshot/restore), e.g. for tree search."""
-        other = copy.copy(self)
+        other = copy.copy(self)  # own copies of the boards: __setstate__
         other.rng = copy.deepcopy(self.rng)
         other.scores = [list(s) for s in self.scores]
         other.winners = list(self.winners)
         other.history = list(self.history)
-        other._hands = self._hands.copy()
-        other.hands = _readonly_view(other._hands)
         other._hand_bits = list(self._hand_bits)
         other._values = None
         other.hand_counts = list(self.hand_counts)
         other.boneyard = list(self.boneyard)
-        other.on_table = self.on_table.copy()
-        other.played_by = self.played_by.copy()
-        other.voids = self.voids.copy()
         other.open_count = list(self.open_count)
         other.arms = [Arm(a.parent, list(a.tiles), a.tip) for a in self.arms]
         other.tip_arms = [list(ids) for ids in self.tip_arms]
@@ -491,16 +523,6 @@ def _readonly_view(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.flags.writeable = False
     return view
-
-
-def _bit_indices(bits: int) -> list[int]:
-    """The set bits of `bits`, ascending (the legal actions of a legal bitset)."""
-    out = []
-    while bits:
-        low = bits & -bits
-        out.append(low.bit_length() - 1)
-        bits ^= low
-    return out
 
 
 def _jsonable_rng_state(state: dict) -> dict:
@@ -584,7 +606,7 @@ def _load(engine: Engine, snap: dict) -> None:
 
     if not isinstance(snap["hands"], list) or len(snap["hands"]) != n:
         raise SnapshotError(f"hands must list {n} hands")
-    engine._hands = np.zeros((n, count), dtype=bool)
+    engine._new_boards()
     for s, hand in enumerate(snap["hands"]):
         if not isinstance(hand, list):
             raise SnapshotError(f"hands[{s}] must be a list of tiles; got {hand!r}")
@@ -600,7 +622,6 @@ def _load(engine: Engine, snap: dict) -> None:
     if len(where) != count:
         lost = [list(tables.pairs[t]) for t in range(count) if t not in where]
         raise SnapshotError(f"tiles missing from hands, boneyard and table: {lost}")
-    engine.on_table = np.zeros(count, dtype=bool)
     engine.on_table[table] = True
     start = int(tables.double_id[engine.center])
     if not engine.on_table[start]:
@@ -664,10 +685,8 @@ def _load(engine: Engine, snap: dict) -> None:
     if sorted(snap["winners"]) != engine.winners:
         raise SnapshotError(f"winners {snap['winners']!r} disagree with R13 ({engine.winners})")
 
-    engine.voids = np.zeros((n, top + 1), dtype=bool)
     for s, vals in enumerate(snap.get("voids", [[]] * n)):
         engine.voids[s, [value(v, "voids") for v in vals]] = True
-    engine.played_by = np.zeros((n, count), dtype=bool)
     for s, pairs in enumerate(snap.get("played_by", [[]] * n)):
         ids = [tile(p, "played_by") for p in pairs]
         if not engine.on_table[ids].all():

@@ -10,14 +10,16 @@ Two conventions shared by everything that drives policies (the single-agent adap
 * **Forced decisions are not asked.** A decision with exactly one legal action is applied without
   calling the policy (the outcome cannot differ), so a policy sees only real choices.
 * **Mask-only fast path (optional).** A policy whose choice depends only on which actions are
-  legal (never on the observation vector) may also define
-  ``act_legal(legal_actions: list[int]) -> int``, given the legal action ids in ascending order
+  legal (never on the observation vector) may also define ``act_bits(legal: int) -> int``, given
+  the legal set as an int bitset (bit a set <=> action a legal; ``Engine.legal_bits()``), or
+  ``act_legal(legal_actions: list[int]) -> int``, given the legal ids in ascending order
   (``Engine.legal_actions()``). It must return exactly what ``act`` would return for an
-  observation with that mask, using its RNG identically (same calls, same order), so the two
-  entry points are interchangeable and results stay reproducible. Drivers then call it instead of
-  ``act`` and skip building the observation, which is most of an opponent's cost. `legal_fast_path`
-  returns it (or None). The `random` and `greedy` bots have it; observation-reading policies
-  (`heuristic`, `ismcts`, PPO checkpoints) do not.
+  observation with that mask, using its RNG identically (same calls, same order), so the entry
+  points are interchangeable and results stay reproducible. Drivers then call it instead of
+  ``act`` and skip building the observation, which is most of an opponent's cost;
+  `legal_fast_path` returns it as a function of the bitset (or None). The `random` and `greedy`
+  bots have ``act_bits``; observation-reading policies (`heuristic`, `ismcts`, PPO checkpoints)
+  have no fast path.
 
 Specs (used by every CLI): ``random``, ``greedy``, ``heuristic``, ``ismcts:<iterations>``,
 ``ppo:<checkpoint path>``, and ``some.module:factory`` for user code. A factory is called as
@@ -33,6 +35,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from .actions import actions_in
 from .config import ChickenFootConfig
 
 
@@ -41,10 +44,15 @@ class Policy(Protocol):
     def act(self, observation: Mapping[str, np.ndarray]) -> int: ...
 
 
-def legal_fast_path(policy: object) -> Callable[[list[int]], int] | None:
-    """The policy's ``act_legal`` if it has one (the mask-only fast path, see above), else None."""
-    method = getattr(policy, "act_legal", None)
-    return method if callable(method) else None
+def legal_fast_path(policy: object) -> Callable[[int], int] | None:
+    """The policy's mask-only fast path (see above) as a function of the legal bitset, else None."""
+    act_bits = getattr(policy, "act_bits", None)
+    if callable(act_bits):
+        return act_bits
+    act_legal = getattr(policy, "act_legal", None)
+    if callable(act_legal):
+        return lambda legal: act_legal(actions_in(legal))
+    return None
 
 
 PolicyFactory = Callable[..., Policy]

@@ -35,11 +35,12 @@ Opponents' decisions with exactly one legal action are always taken without aski
 as `training.evaluate` does (the convention of `cf_env.policies`).
 
 Speed: a learner step carries about nine engine decisions (opponents' turns, forced draws and
-passes), so the opponents' path dominates the adapter's cost. Legality is read once per decision
-as the engine's list of legal actions; a policy with the mask-only fast path (`act_legal`, e.g.
-`random`, `greedy`) gets that list and no observation is built for it; other policies (the
-heuristic, frozen snapshots) get the full observation dict. The learner's observation is built
-once per learner step.
+passes), so the opponents' path dominates the adapter's cost. Forced decisions go through
+`Engine.take_forced` in one call; for a real choice, a policy with the mask-only fast path
+(`act_bits`, e.g. `random`, `greedy`) gets the engine's legal bitset and no observation is built
+for it; other policies (the heuristic, frozen snapshots) get the full observation dict. The
+learner's observation is kept current between its turns by a `cf_env.observation.SeatView`
+instead of being built afresh.
 """
 
 from __future__ import annotations
@@ -94,13 +95,17 @@ class SpecOpponents:
                 f"sum; got {list(weights)!r}"
             )
         self.probs = probs / probs.sum()
+        self._cdf = self.probs.cumsum()
+        self._cdf /= self._cdf[-1]
         self._built: dict[tuple[int, int], Policy] = {}
 
     def sample(self, rng: np.random.Generator, num: int) -> list[Policy]:
-        chosen = rng.choice(len(self.specs), size=num, p=self.probs)
+        # Inverse-CDF sampling, one uniform per seat: exactly the draws and the result of
+        # `rng.choice(len(specs), size=num, p=probs)` (tests check it) at a fraction of its cost.
+        chosen = self._cdf.searchsorted(rng.random(num), side="right").tolist()
         out = []
         for slot, index in enumerate(chosen):
-            key = (slot, int(index))
+            key = (slot, index)
             if key not in self._built:
                 spec = self.specs[index]
                 seed = int(rng.integers(2**31))
@@ -166,7 +171,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         self._last_round: list[int] = []
         self.learner = 0
         self.seat_policies: list[Policy | None] = []
-        # Per seat: the policy's `act_legal` (mask-only fast path) or None (needs observations).
+        # Per seat: the policy's mask-only fast path (on the legal bitset) or None (needs observations).
         self._seat_fast: list[Callable[[list[int]], int] | None] = []
 
     # ------------------------------------------------------------------ gymnasium API
@@ -262,7 +267,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
                 if seat == learner:
                     return reward, False
                 if (fast := self._seat_fast[seat]) is not None:
-                    action = fast(engine.legal_actions())
+                    action = fast(engine.legal_bits())
                 else:
                     obs = {
                         "observation": self.encoder.observe(engine, seat),

@@ -249,7 +249,7 @@ def test_ismcts_spec_errors_name_the_problem():
 @pytest.mark.parametrize("fields", PLAYOUT_CONFIGS)
 @pytest.mark.parametrize("spec", ["random", "greedy"])
 def test_mask_only_fast_path_makes_the_same_choices_as_act(spec, fields):
-    """`act_legal(legal)` (cf_env.policies' fast path) is `act(observation)` with the same RNG
+    """`act_bits(legal)` (cf_env.policies' fast path) is `act(observation)` with the same RNG
     use: two bots with one seed, one asked each way at every decision (forced ones included, so
     single-action draws of the RNG are compared too), choose identically over whole games, and
     their RNGs end in the same state."""
@@ -261,7 +261,7 @@ def test_mask_only_fast_path_makes_the_same_choices_as_act(spec, fields):
         while not engine.game_over:
             legal = engine.legal_actions()
             expected = by_obs.act(observe(engine, encoder))
-            got = by_legal.act_legal(legal)
+            got = by_legal.act_bits(engine.legal_bits())
             assert got == expected and type(got) is int, (spec, fields, game, legal)
             decisions += 1
             ties += len(legal) > 1
@@ -284,5 +284,5 @@ def test_greedy_fast_path_breaks_point_ties_like_act():
         points = by_obs.action_points[legal]
         tied += int((points == points.max()).sum() > 1)
         obs = {"observation": np.zeros(1, np.float32), "action_mask": mask}
-        assert by_legal.act_legal([int(a) for a in legal]) == by_obs.act(obs)
+        assert by_legal.act_bits(sum(1 << int(a) for a in legal)) == by_obs.act(obs)
     assert tied > 20  # the RNG was really exercised

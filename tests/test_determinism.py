@@ -13,9 +13,11 @@ Determinism across evaluation worker counts is tested in test_evaluate.py.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
+import pickle
 import random
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import cf_env
 from cf_env import ChickenFootConfig, Engine
@@ -216,6 +219,36 @@ def test_engine_and_clone_and_reset_agree():
         action = int(policy.choice(engine.legal_actions()))
         engine.step(action)
     assert engine.snapshot() == final
+
+
+@pytest.mark.parametrize("how", ["clone", "deepcopy", "pickle"])
+def test_copies_of_an_engine_are_independent_and_play_on_identically(how):
+    """The boards (hands, table, played tiles, voids) live in bytearrays under numpy views; every
+    way of copying an engine must give the copy its own boards, views included."""
+    cfg = ChickenFootConfig(max_pips=9, num_players=4, num_rounds=2)
+    engine = Engine(cfg, seed=5)
+    policy = np.random.default_rng(5)
+    for _ in range(40):
+        engine.step(int(policy.choice(engine.legal_actions())))
+    copier = {
+        "clone": Engine.clone,
+        "deepcopy": copy.deepcopy,
+        "pickle": lambda e: pickle.loads(pickle.dumps(e)),
+    }[how]
+    other = copier(engine)
+    before = engine.snapshot()
+    boards = [a.copy() for a in (engine.hands, engine.on_table, engine.played_by, engine.voids)]
+    actions = []
+    while not other.game_over:  # play the copy to its end: the original must not move
+        actions.append(int(policy.choice(other.legal_actions())))
+        other.step(actions[-1])
+        np.testing.assert_array_equal(other.hands.sum(axis=1), other.hand_counts)
+    assert engine.snapshot() == before
+    for kept, live in zip(boards, (engine.hands, engine.on_table, engine.played_by, engine.voids)):
+        np.testing.assert_array_equal(kept, live)
+    for action in actions:  # and the original, given the same actions, plays the same game
+        engine.step(action)
+    assert engine.snapshot() == other.snapshot()
 
 
 def test_training_envs_are_identical_in_subprocess_and_in_process_workers():

@@ -11,7 +11,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from cf_env import ChickenFootConfig, IllegalActionError
 from cf_env.rewards import round_rewards
-from cf_env.single_agent import ENV_ID, ChickenFootSingleAgentEnv
+from cf_env.single_agent import ENV_ID, ChickenFootSingleAgentEnv, SpecOpponents
 
 
 def _play(env, seed: int, episodes: int, check):
@@ -193,7 +193,18 @@ class _Recorder:
         self.asked: list[int] = []
 
     def act(self, observation):
-        raise AssertionError("the adapter should use act_legal for a mask-only policy")
+        raise AssertionError("the adapter should use the fast path for a mask-only policy")
+
+    def act_bits(self, legal):
+        legal_actions = [a for a in range(legal.bit_length()) if legal >> a & 1]
+        self.asked.append(len(legal_actions))
+        return legal_actions[int(self.rng.integers(len(legal_actions)))]
+
+
+class _ListRecorder(_Recorder):
+    """The same through the list form of the fast path (`act_legal`)."""
+
+    act_bits = None
 
     def act_legal(self, legal_actions):
         self.asked.append(len(legal_actions))
@@ -214,13 +225,15 @@ class _ObservationRecorder:
         return int(self.rng.choice(np.flatnonzero(observation["action_mask"])))
 
 
-def test_opponents_are_asked_only_real_choices_through_the_right_entry_point():
+@pytest.mark.parametrize("fast_path", [_Recorder, _ListRecorder])
+def test_opponents_are_asked_only_real_choices_through_the_right_entry_point(fast_path):
     """Forced opponent decisions are taken without asking (as training.evaluate does); mask-only
-    policies get `act_legal`, others `act` with the observation dict."""
+    policies get their fast path (`act_bits` or the list form `act_legal`), others `act` with
+    the observation dict."""
     recorders, observers = [], []
 
     def recorder(config, seed):
-        recorders.append(_Recorder(config, seed))
+        recorders.append(fast_path(config, seed))
         return recorders[-1]
 
     def observer(config, seed):
@@ -248,3 +261,30 @@ def test_fast_path_plays_exactly_like_act(episode):
         return out
 
     assert trajectory("greedy") == trajectory(_ObservingGreedy)
+
+
+class _Tagged:
+    def __init__(self, index: int):
+        self.index = index
+
+    def act(self, observation):
+        raise AssertionError("not played here")
+
+
+@pytest.mark.parametrize("weights", [None, [1.0], [0.5, 0.2, 0.3], [0.0, 2.0, 1.0, 1.0]])
+def test_opponent_sampling_draws_exactly_what_rng_choice_would(weights):
+    """`SpecOpponents.sample` picks seats by inverse-CDF sampling for speed; it must pick what
+    `rng.choice(len(specs), size=num, p=probs)` picks and leave the RNG in the same state, so
+    env seeds keep their games."""
+    count = len(weights) if weights else 3
+    factories = [lambda config, seed, k=k: _Tagged(k) for k in range(count)]
+    sampler = SpecOpponents(factories, ChickenFootConfig(), weights=weights)
+    warm_up = np.random.default_rng(99)
+    for _ in range(300):  # build every (seat slot, spec) policy first: building draws seeds
+        sampler.sample(warm_up, 7)
+    for seed in range(200):
+        ours, numpy_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        num = 1 + seed % 7
+        expected = numpy_rng.choice(count, size=num, p=sampler.probs).tolist()
+        assert [policy.index for policy in sampler.sample(ours, num)] == expected
+        assert ours.bit_generator.state == numpy_rng.bit_generator.state

@@ -26,7 +26,7 @@ held in that group, and 95% Student-t intervals are computed over deals.
 * Decisions with exactly one legal action are taken without asking the policy (the outcome is the
   same and it saves most of the time); every other action is checked against the engine's mask
   and an illegal one raises `IllegalPolicyActionError` naming the policy. Policies with the
-  mask-only fast path (`act_legal`, `cf_env.policies`) get the legal actions and no observation:
+  mask-only fast path (`act_bits`, `cf_env.policies`) get the legal bitset and no observation:
   the same choices, without building the observation.
 """
 
@@ -163,13 +163,13 @@ def play_game(
         dealt.append(_deal_record(engine))
     fast = [legal_fast_path(policy) for policy in seat_policies]
     while not engine.game_over:
-        legal = engine.legal_actions()
+        legal = engine.legal_bits()
         seat = engine.current
-        if len(legal) == 1:
-            action = legal[0]
+        if not legal & (legal - 1):  # forced: one legal action
+            action = legal.bit_length() - 1
         elif fast[seat] is not None:
             raw = fast[seat](legal)
-            if type(raw) is int and raw in legal:
+            if type(raw) is int and raw >= 0 and legal >> raw & 1:
                 action = raw
             else:
                 mask = engine.legal_action_mask()
