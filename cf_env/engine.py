@@ -94,7 +94,9 @@ class Engine:
         self._num_values = self.config.max_pips + 1
         self._no_values = bytes(self._num_values)
         # Row of each dealt tile in the deal order: seat 0's hand first (`_start_round`).
-        self._deal_seats = np.repeat(np.arange(self.config.num_players), self.config.hand_size)
+        n, size = self.config.num_players, self.config.hand_size
+        self._deal_seats = np.repeat(np.arange(n), size)
+        self._deal_slices = [slice(seat * size, (seat + 1) * size) for seat in range(n)]
 
     # ------------------------------------------------------------------ game flow
     def reset(self, seed: int | None = None) -> list[list[int]]:
@@ -120,7 +122,7 @@ class Engine:
         self._hands[self._deal_seats, perm[: n * size]] = True
         # The deal also as Python lists: cheap to search and to sum into the hand bitsets.
         order = perm.tolist()
-        dealt = [order[seat * size : (seat + 1) * size] for seat in range(n)]
+        dealt = list(map(order.__getitem__, self._deal_slices))
         self.hand_counts = [size] * n
         # Internal boneyard is reversed: the next tile drawn is the last element (pop is O(1)).
         self.boneyard = order[n * size :][::-1]
@@ -135,23 +137,25 @@ class Engine:
         # R5: whoever holds the start double places it; if nobody does, seats draw in turn
         # (beginning with seat round % n) until it is drawn; drawn tiles stay in hand.
         start = int(tables.double_id[self.center])
-        holders = [seat for seat, hand in enumerate(dealt) if start in hand]
-        if holders:
-            holder = holders[0]
-        else:
+        holder = -1
+        for seat, hand in enumerate(dealt):
+            if start in hand:
+                holder = seat
+                break
+        if holder < 0:
             holder = self.round % n
             while True:
                 tile = self.boneyard.pop()
                 dealt[holder].append(tile)
-                self._hands[holder, tile] = True
+                self._hand_bytes[holder * count + tile] = 1
                 self.hand_counts[holder] += 1
                 if tile == start:
                     break
                 holder = (holder + 1) % n
         dealt[holder].remove(start)
-        self._hands[holder, start] = False
+        self._hand_bytes[holder * count + start] = 0
         self.hand_counts[holder] -= 1
-        self.on_table[start] = True
+        self._table_bytes[start] = 1
         self.start_seat = holder
         self.current = (holder + 1) % n
         bits = tables.tile_bits

@@ -192,17 +192,18 @@ class SeatView:
     Within a round the engine changes only by actions, and it appends each to `engine.history`.
     So a call that continues the previous one (the same history list, round and seat; game not
     over) updates a kept buffer instead of building a new one: each new placement marks its tile
-    on the table (and in the opponent's played tiles) and rewrites the open-end counts of the
-    tile's two values; then the pieces that change without a placement (hand, hand sizes,
-    voids after a draw or pass, scalars, one-hot bits) are rewritten. Anything else (another
-    engine, a new round or game, a restore) is built from scratch by `Encoder.observe`. Every
-    call returns a fresh copy, equal to `Encoder.observe` (tests check each call).
+    on the table (and in the opponent's played tiles, or out of the seat's hand) and rewrites
+    the open-end counts of the tile's two values; then what changes otherwise is rewritten (the
+    hand after the seat drew, the voids after an opponent drew or passed, hand sizes, scalars,
+    one-hot bits). Anything else (another engine, a new round or game, a restore) is built from
+    scratch by `Encoder.observe`. Every call returns a fresh copy, equal to `Encoder.observe`
+    (tests/test_fuzz.py checks each call).
     """
 
     def __init__(self, encoder: Encoder):
         self.encoder = encoder
         cfg, s = encoder.config, encoder.layout.slices
-        self._two_t = 2 * cfg.num_tiles
+        self._two_t, self._draw = 2 * cfg.num_tiles, cfg.draw_action
         self._pairs = tile_tables(cfg.max_pips).pairs
         self._start = {name: piece.start for name, piece in s.items()}
         n = cfg.num_players
@@ -232,22 +233,28 @@ class SeatView:
     def _update(self, engine, seat: int, history: list) -> None:
         view, start, cfg = self._view, self._start, self.encoder.config
         table, played, open_ends = start["table"], start["opponent_played"], start["open_ends"]
+        hand = start["hand"]
         played_row, open_count, pairs = self._played_row[seat], engine.open_count, self._pairs
-        voids_changed = False
+        drew = voids_changed = False
         for _, actor, action in history[self._seen :]:
             if action < self._two_t:  # a placement (cf_env.actions)
                 tile = action >> 1
                 view[table + tile] = 1.0
-                if actor != seat:
+                if actor == seat:
+                    view[hand + tile] = 0.0
+                else:
                     view[played + played_row[actor] + tile] = 1.0
                 lo, hi = pairs[tile]
                 view[open_ends + lo] = open_count[lo]
                 view[open_ends + hi] = open_count[hi]
             elif actor != seat:  # an opponent's draw or pass may change what it showed it lacks
                 voids_changed = True
+            elif action == self._draw:  # which tiles came is in the hand, not in the history
+                drew = True
         self._seen = len(history)
         s, buffer = self.encoder.layout.slices, self._buffer
-        buffer[s["hand"]] = engine.hands[seat]
+        if drew:
+            buffer[s["hand"]] = engine.hands[seat]
         if voids_changed:
             opponents = self.encoder.opponents[seat]
             buffer[s["opponent_voids"]] = engine.voids.take(opponents, axis=0).reshape(-1)
@@ -267,7 +274,7 @@ class SeatView:
         """Positions of the one-hot bits that can move within a round: playable values, the
         pending foot and the seat's drawn tile (the game is not over here)."""
         start = self._start
-        ones = [start["playable_values"] + value for value in engine.playable_values()]
+        ones = list(map(start["playable_values"].__add__, engine.playable_values()))
         if engine.foot_value >= 0:
             ones.append(start["foot_double"] + engine.foot_value)
         if engine.drawn_tile >= 0 and engine.current == seat:
