@@ -24,6 +24,7 @@ import bisect
 import copy
 import math
 from dataclasses import dataclass, field
+from itertools import compress
 
 import numpy as np
 
@@ -93,6 +94,7 @@ class Engine:
         self._num_tiles = self.config.num_tiles
         self._num_values = self.config.max_pips + 1
         self._no_values = bytes(self._num_values)
+        self._value_ids = range(self._num_values)
         # Row of each dealt tile in the deal order: seat 0's hand first (`_start_round`).
         n, size = self.config.num_players, self.config.hand_size
         self._deal_seats = np.repeat(np.arange(n), size)
@@ -232,7 +234,7 @@ class Engine:
             elif self.spinner_empty > 0:
                 self._values = [self.center]
             else:
-                self._values = [v for v, c in enumerate(self.open_count) if c]
+                self._values = list(compress(self._value_ids, self.open_count))
         return self._values
 
     def legal_action_mask(self) -> np.ndarray:
@@ -379,7 +381,10 @@ class Engine:
 
     def _anyone_can_place(self) -> bool:
         attach = self._attach
-        return any(bits & attach for bits in self._hand_bits)
+        for bits in self._hand_bits:  # a loop, not any(<generator>): this runs every late step
+            if bits & attach:
+                return True
+        return False
 
     def _place(self, tile: int, attached: int, free_end: int) -> None:
         if self.foot_value >= 0:  # R9: a toe on the pending foot
