@@ -99,6 +99,7 @@ class Engine:
         n, size = self.config.num_players, self.config.hand_size
         self._deal_seats = np.repeat(np.arange(n), size)
         self._deal_slices = [slice(seat * size, (seat + 1) * size) for seat in range(n)]
+        self._next_seat = [(seat + 1) % n for seat in range(n)]
 
     # ------------------------------------------------------------------ game flow
     def reset(self, seed: int | None = None) -> list[list[int]]:
@@ -326,7 +327,7 @@ class Engine:
                 for value in self._playable():
                     self._void_bytes[row + value] = 1
             self.drawn_tile = -1
-            self.current = (seat + 1) % cfg.num_players
+            self.current = self._next_seat[seat]
         else:
             tile = action >> 1  # action 2t + side (cf_env.actions)
             lo, hi = tables.pairs[tile]
@@ -341,7 +342,7 @@ class Engine:
                 self._place(tile, lo, hi)
             self._refresh_playable()
             self.drawn_tile = -1
-            self.current = (seat + 1) % cfg.num_players
+            self.current = self._next_seat[seat]
             went_out = not self.hand_counts[seat]
         self._legal = None
         # R11: the round ends when a hand empties, or when nobody can place and nobody can draw.
