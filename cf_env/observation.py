@@ -211,6 +211,10 @@ class SeatView:
         self._played_row = [
             [((actor - seat) % n - 1) * cfg.num_tiles for actor in range(n)] for seat in range(n)
         ]
+        # Position of each actor's hand size, per viewing seat.
+        self._size_pos = [
+            [s["hand_sizes"].start + (actor - seat) % n for actor in range(n)] for seat in range(n)
+        ]
         self._history: list | None = None
 
     def observe(self, engine, seat: int) -> np.ndarray:
@@ -233,7 +237,7 @@ class SeatView:
     def _update(self, engine, seat: int, history: list) -> None:
         view, start, cfg = self._view, self._start, self.encoder.config
         table, played, open_ends = start["table"], start["opponent_played"], start["open_ends"]
-        hand = start["hand"]
+        hand, size_of, counts, size = start["hand"], self._size_pos[seat], engine.hand_counts, cfg.hand_size
         played_row, open_count, pairs = self._played_row[seat], engine.open_count, self._pairs
         drew = voids_changed = False
         for _, actor, action in history[self._seen :]:
@@ -247,10 +251,15 @@ class SeatView:
                 lo, hi = pairs[tile]
                 view[open_ends + lo] = open_count[lo]
                 view[open_ends + hi] = open_count[hi]
-            elif actor != seat:  # an opponent's draw or pass may change what it showed it lacks
+                view[size_of[actor]] = counts[actor] / size
+            elif action == self._draw:
+                view[size_of[actor]] = counts[actor] / size
+                if actor == seat:  # which tiles came is in the hand, not in the history
+                    drew = True
+                else:  # what the opponent showed it lacks changed
+                    voids_changed = True
+            elif actor != seat:  # a pass without a draw: the opponent showed more voids
                 voids_changed = True
-            elif action == self._draw:  # which tiles came is in the hand, not in the history
-                drew = True
         self._seen = len(history)
         s, buffer = self.encoder.layout.slices, self._buffer
         if drew:
@@ -258,17 +267,16 @@ class SeatView:
         if voids_changed:
             opponents = self.encoder.opponents[seat]
             buffer[s["opponent_voids"]] = engine.voids.take(opponents, axis=0).reshape(-1)
-        counts, size = engine.hand_counts, cfg.hand_size
-        for k, count in enumerate(counts[seat:] + counts[:seat]):
-            view[start["hand_sizes"] + k] = count / size
         view[start["spinner_arms_empty"]] = engine.spinner_empty
         view[start["foot_toes_left"]] = engine.toes_left
         view[start["boneyard_size"]] = len(engine.boneyard) / cfg.num_tiles
-        for position in self._ones:
-            view[position] = 0.0
-        self._ones = self._one_hot_positions(engine, seat)
-        for position in self._ones:
-            view[position] = 1.0
+        ones = self._one_hot_positions(engine, seat)
+        if ones != self._ones:
+            for position in self._ones:
+                view[position] = 0.0
+            for position in ones:
+                view[position] = 1.0
+            self._ones = ones
 
     def _one_hot_positions(self, engine, seat: int) -> list[int]:
         """Positions of the one-hot bits that can move within a round: playable values, the
