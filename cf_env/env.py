@@ -24,7 +24,7 @@ from pettingzoo.utils import wrappers
 
 from .config import ChickenFootConfig
 from .engine import Engine, IllegalActionError, SnapshotError
-from .observation import OBSERVATION_VERSION, Encoder
+from .observation import OBSERVATION_VERSION, Encoder, SeatView
 from .render import render_text
 from .rewards import game_rewards, round_rewards
 
@@ -57,6 +57,8 @@ class raw_env(AECEnv):
         self.max_cycles = max_cycles
         self.engine = Engine(self.config, seed=0)
         self.encoder = Encoder(self.config)
+        # One incrementally kept observation per seat (cf_env.observation.SeatView).
+        self._seat_views = [SeatView(self.encoder) for _ in range(self.config.num_players)]
         self.observation_version = OBSERVATION_VERSION
         n, layout = self.config.num_players, self.encoder.layout
         self.possible_agents = [f"player_{seat}" for seat in range(n)]
@@ -102,7 +104,7 @@ class raw_env(AECEnv):
             mask = engine.legal_action_mask()
         else:
             mask = np.zeros(self.config.num_actions, dtype=np.int8)
-        return {"observation": self.encoder.observe(engine, seat), "action_mask": mask}
+        return {"observation": self._seat_views[seat].observe(engine, seat), "action_mask": mask}
 
     def step(self, action) -> None:
         agent = self.agent_selection

@@ -132,6 +132,31 @@ def test_returned_arrays_never_alias_state():
     assert again["action_mask"].sum() < again["action_mask"].size
 
 
+@pytest.mark.parametrize("config", [{}, {"max_pips": 6, "num_players": 3, "num_rounds": 3}])
+def test_observations_are_the_encoders_whenever_asked(config):
+    """The env keeps each seat's observation incrementally (SeatView); whatever agent is asked,
+    whenever, across rounds, games and restores, it is what `Encoder.observe` builds afresh."""
+    env = cf_env.raw_env(**config)
+    env.reset(seed=3)
+    rng = random.Random(3)
+    saved = env.snapshot()
+    for _ in range(1500):
+        for agent in rng.sample(env.possible_agents, rng.randint(0, len(env.possible_agents))):
+            seat = env.agent_name_mapping[agent]
+            expected = env.encoder.observe(env.engine, seat)
+            np.testing.assert_array_equal(env.observe(agent)["observation"], expected)
+        agent = env.agent_selection
+        if env.terminations[agent] or env.truncations[agent]:
+            env.reset()
+            continue
+        if rng.random() < 0.02:
+            env.restore(saved)
+        elif rng.random() < 0.02:
+            saved = env.snapshot()
+        mask = env.observe(env.agent_selection)["action_mask"]
+        env.step(rng.choice(np.flatnonzero(mask).tolist()))
+
+
 def test_same_seed_same_game_and_poking_global_rngs_changes_nothing():
     def run(poke: bool) -> tuple:
         env = cf_env.env(num_rounds=2)
