@@ -1,9 +1,9 @@
 """The Chicken Foot rules engine: game state and the only code that changes it.
 
 Pure Python + numpy (no gymnasium, pettingzoo or torch). One `Engine` plays a whole game of
-`config.num_rounds` rounds (R4). The acting seat is `engine.current`; `legal_action_mask()` is the
-single source of legality (R6–R9) that the env, bots and tests all ask; `step(action)` raises
-`IllegalActionError` and changes nothing when the action is not legal.
+`config.num_rounds` rounds (R4). The acting seat is `engine.current`; `legal_bits()` is the
+single source of legality (R6–R9) that the mask, the list, the env, bots and tests all come from;
+`step(action)` raises `IllegalActionError` and changes nothing when the action is not legal.
 
 Rules state vs layout: legality depends only on the open-end value counts, the number of empty
 spinner arms and the pending foot. The physical layout (which arm each tile sits on) is kept
@@ -14,8 +14,9 @@ Representation for speed: each hand is mirrored as a bitset over action ids (`ti
 and the playable values as the bitset of the actions that attach them (`tiles.attach_bits`), so
 legality is one AND of two Python ints, computed once per state and cached. The open ends' attach
 bitset is kept up to date as tips open and close (with `open_count`), so placing a tile costs no
-scan over the values. `hands` (n × T bool) is a read-only view for everyone else: the engine is
-the only writer, which keeps the two representations in step.
+scan over the values. The 0/1 boards (hands, table, played tiles, voids) are bytearrays that the
+engine writes entry by entry, with numpy views over them (`hands` read-only) for everyone else:
+the engine is the only writer, which keeps the representations in step.
 """
 
 from __future__ import annotations
