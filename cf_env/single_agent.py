@@ -39,8 +39,8 @@ passes), so the opponents' path dominates the adapter's cost. Forced decisions g
 `Engine.take_forced` in one call; for a real choice, a policy with the mask-only fast path
 (`act_bits`, e.g. `random`, `greedy`) gets the engine's legal bitset and no observation is built
 for it; other policies (the heuristic, frozen snapshots) get the full observation dict. The
-learner's observation is kept current between its turns by a `cf_env.observation.SeatView`
-instead of being built afresh.
+learner's observation (and an observation-reading opponent's) is kept current between its turns
+by a `cf_env.observation.SeatView` instead of being built afresh.
 """
 
 from __future__ import annotations
@@ -162,7 +162,9 @@ class ChickenFootSingleAgentEnv(gym.Env):
             self.opponents = SpecOpponents(opponents, config)
         self.engine = Engine(config, seed=0)
         self.encoder = Encoder(config)
-        self._learner_view = SeatView(self.encoder)
+        # Each seat's observation kept up to date between its turns (the learner's every step;
+        # observation-reading opponents', such as the heuristic or frozen snapshots, per choice).
+        self._views = [SeatView(self.encoder) for _ in range(config.num_players)]
         layout = self.encoder.layout
         self.observation_space = spaces.Box(0.0, layout.high, (layout.size,), np.float32)
         self.action_space = spaces.Discrete(config.num_actions)
@@ -171,8 +173,8 @@ class ChickenFootSingleAgentEnv(gym.Env):
         self._last_round: list[int] = []
         self.learner = 0
         self.seat_policies: list[Policy | None] = []
-        # Per seat: the policy's mask-only fast path (on the legal bitset) or None (needs observations).
-        self._seat_fast: list[Callable[[list[int]], int] | None] = []
+        # Per seat: the policy's mask-only fast path (on the legal bitset) or None (observations).
+        self._seat_fast: list[Callable[[int], int] | None] = []
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -270,7 +272,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
                     action = fast(engine.legal_bits())
                 else:
                     obs = {
-                        "observation": self.encoder.observe(engine, seat),
+                        "observation": self._views[seat].observe(engine, seat),
                         "action_mask": engine.legal_action_mask(),
                     }
                     action = self.seat_policies[seat].act(obs)
@@ -306,7 +308,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         return float(reward), self.episode == "round"
 
     def _observe(self) -> np.ndarray:
-        return self._learner_view.observe(self.engine, self.learner)
+        return self._views[self.learner].observe(self.engine, self.learner)
 
     def _info(self) -> dict:
         return {"learner_seat": self.learner, "round": self.engine.round}
