@@ -80,6 +80,57 @@ class Arm:
 class Engine:
     """A whole game: deal, play, score every round; R13 decides the winners."""
 
+    # Slots, not an instance dict: the engine's state is a fixed set of fields, read on every
+    # decision (slot reads are the cheapest attribute access in CPython).
+    __slots__ = (
+        "_attach",
+        "_deal_seats",
+        "_deal_slices",
+        "_draw_action",
+        "_hand_bits",
+        "_hand_bytes",
+        "_hands",
+        "_legal",
+        "_next_seat",
+        "_no_values",
+        "_num_tiles",
+        "_num_values",
+        "_open_attach",
+        "_pass_action",
+        "_played_bytes",
+        "_table_bytes",
+        "_value_ids",
+        "_values",
+        "_void_bytes",
+        "arms",
+        "boneyard",
+        "center",
+        "config",
+        "current",
+        "drawn_tile",
+        "foot_arm",
+        "foot_value",
+        "game_over",
+        "hand_counts",
+        "hands",
+        "history",
+        "on_table",
+        "open_count",
+        "played_by",
+        "points",
+        "rng",
+        "round",
+        "scores",
+        "seed",
+        "spinner_empty",
+        "start_seat",
+        "tables",
+        "tip_arms",
+        "toes_left",
+        "voids",
+        "winners",
+    )
+
     def __init__(self, config: ChickenFootConfig | None = None, seed: int | None = None):
         self.config = config if config is not None else ChickenFootConfig()
         self.tables: TileTables = tile_tables(self.config.max_pips)
@@ -188,15 +239,19 @@ class Engine:
         self.played_by = np.frombuffer(self._played_bytes, dtype=bool).reshape(n, count)
         self.voids = np.frombuffer(self._void_bytes, dtype=bool).reshape(n, values)
 
+    _VIEWS = ("_hands", "hands", "on_table", "played_by", "voids")
+
     def __getstate__(self) -> dict:
         # The numpy views must be rebuilt over the copied bytearrays (copy, deepcopy, pickle).
-        state = dict(self.__dict__)
-        for view in ("_hands", "hands", "on_table", "played_by", "voids"):
-            state.pop(view, None)
-        return state
+        return {
+            name: getattr(self, name)
+            for name in self.__slots__
+            if name not in self._VIEWS and hasattr(self, name)
+        }
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
+        for name, value in state.items():
+            setattr(self, name, value)
         if "_hand_bytes" in state:
             self._new_boards(copy_of=self)
 
@@ -527,7 +582,8 @@ class Engine:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as err:
             raise SnapshotError(f"invalid snapshot: {err!r}") from err
-        self.__dict__.update(fresh.__dict__)
+        for name in self.__slots__:
+            setattr(self, name, getattr(fresh, name))
 
 
 def _readonly_view(array: np.ndarray) -> np.ndarray:

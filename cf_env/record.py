@@ -316,12 +316,21 @@ def _check_final(record: dict, engine: Engine) -> None:
         )
 
 
+class _NoDealEngine(Engine):
+    """An engine whose round end does not deal the next round (`_start_round` is the deal)."""
+
+    __slots__ = ()
+
+    def _start_round(self) -> None:
+        pass
+
+
 def round_end_view(engine: Engine, action: int) -> Engine | None:
     """If `action` ends a round that is not the last, a copy of the engine showing that round's
     finished table (hands, arms, this round's points) instead of the next deal; else None.
 
     The engine deals the next round inside `step`, so the copy is stepped with its deal
-    switched off (`_start_round` is the engine's deal), then shows its own round again.
+    switched off (`_NoDealEngine`), then shows its own round again.
     """
     if engine.game_over:
         return None
@@ -334,7 +343,7 @@ def round_end_view(engine: Engine, action: int) -> Engine | None:
     if not (0 <= action < mask.size and mask[action]):
         return None
     view = engine.clone()
-    view._start_round = lambda: None  # type: ignore[method-assign]
+    view.__class__ = _NoDealEngine  # same slots, so the copy keeps its state
     if not view._apply(action):
         return None
     view.round -= 1  # _end_round counted the next round, whose deal was skipped
