@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import copy
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 
@@ -406,23 +407,42 @@ class Engine:
             return [self._end_round()]
         return []
 
-    def take_forced(self, stop_seat: int = -1) -> list[list[int]]:
-        """Apply forced decisions (exactly one legal action: most draws and passes) until a seat
-        has a real choice, `stop_seat` is to act, or a round ends. Returns what `step` returns:
-        the points of the round that ended, if one did. One call replaces the legality-check/step
-        pairs a driver loop would make (the single-agent adapter's opponents' path)."""
+    def advance(
+        self,
+        stop_seat: int = -1,
+        choosers: Sequence[Callable[[int], int] | None] | None = None,
+    ) -> list[list[int]]:
+        """Apply decisions that need nobody's input, until someone must be asked: every forced
+        decision (exactly one legal action: most draws and passes), and a seat's real choice when
+        `choosers[seat]` is given (called with the legal bitset, it returns the action; an
+        illegal one raises `IllegalActionError` as `step` does, the decisions before it staying
+        applied). Stops when `stop_seat` is to
+        act, when a seat without a chooser has a real choice, at the game's end, or right after a
+        round ends. Returns what `step` returns: the points of the round that ended, if one did.
+
+        One call replaces the check-then-step loop a driver would run over these decisions (the
+        single-agent adapter's opponents' turns), which is most of the decisions of a game."""
         finished: list[list[int]] = []
         while not finished and self.current != stop_seat:
             legal = self.legal_bits()
-            if not legal or legal & (legal - 1):  # game over, or more than one bit: a choice
+            if not legal:  # the game is over
                 break
-            finished = self._apply(legal.bit_length() - 1)
+            if legal & (legal - 1):  # more than one bit: a real choice
+                choose = choosers[self.current] if choosers is not None else None
+                if choose is None:
+                    break
+                action = choose(legal)
+                if type(action) is not int or action < 0 or not legal >> action & 1:
+                    action = self._check_action(action)  # raises, naming the problem
+                finished = self._apply(action)
+            else:
+                finished = self._apply(legal.bit_length() - 1)
         return finished
 
     def _settle(self, finished: list[list[int]]) -> list[list[int]]:
         """With `skip_forced`, take every decision that has exactly one legal action."""
         if self.config.skip_forced:
-            while more := self.take_forced():
+            while more := self.advance():
                 finished += more
         return finished
 

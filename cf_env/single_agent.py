@@ -35,10 +35,10 @@ Opponents' decisions with exactly one legal action are always taken without aski
 as `training.evaluate` does (the convention of `cf_env.policies`).
 
 Speed: a learner step carries about nine engine decisions (opponents' turns, forced draws and
-passes), so the opponents' path dominates the adapter's cost. Forced decisions go through
-`Engine.take_forced` in one call; for a real choice, a policy with the mask-only fast path
-(`act_bits`, e.g. `random`, `greedy`) gets the engine's legal bitset and no observation is built
-for it; other policies (the heuristic, frozen snapshots) get the full observation dict. The
+passes), so the opponents' path dominates the adapter's cost. Forced decisions and the choices
+of policies with the mask-only fast path (`act_bits`, e.g. `random`, `greedy`: given the
+engine's legal bitset, no observation built) are all made inside one `Engine.advance` call;
+other policies (the heuristic, frozen snapshots) get the full observation dict. The
 learner's observation (and an observation-reading opponent's) is kept current between its turns
 by a `cf_env.observation.SeatView` instead of being built afresh.
 """
@@ -261,22 +261,19 @@ class ChickenFootSingleAgentEnv(gym.Env):
         # training.evaluate does; the learner's too unless it wants to see them.
         stop_seat = -1 if self.learner_skip_forced else learner
         while True:
-            finished = engine.take_forced(stop_seat)
+            # Forced decisions and fast-path opponents' choices, inside the engine.
+            finished = engine.advance(stop_seat, self._seat_fast)
             if not finished:
                 seat = engine.current
                 if engine.game_over:
                     return reward, True
                 if seat == learner:
                     return reward, False
-                if (fast := self._seat_fast[seat]) is not None:
-                    action = fast(engine.legal_bits())
-                else:
-                    obs = {
-                        "observation": self._views[seat].observe(engine, seat),
-                        "action_mask": engine.legal_action_mask(),
-                    }
-                    action = self.seat_policies[seat].act(obs)
-                finished = engine.step(action)
+                obs = {  # an opponent that reads observations
+                    "observation": self._views[seat].observe(engine, seat),
+                    "action_mask": engine.legal_action_mask(),
+                }
+                finished = engine.step(self.seat_policies[seat].act(obs))
             if finished:  # a round ended (rare): pay the learner, maybe end the episode
                 more, ended = self._rounds_ended(finished)
                 reward += more

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from positions import actions, build, play
 
-from cf_env import ChickenFootConfig, Engine
+from cf_env import ChickenFootConfig, Engine, IllegalActionError
 from cf_env.tiles import tile_tables
 
 CROSS = [(-1, [(9, 1)]), (-1, [(9, 2)]), (-1, [(9, 3)]), (-1, [(9, 4)])]  # R7 arms all filled
@@ -316,25 +316,51 @@ def test_skip_forced_plays_the_same_game_as_taking_forced_actions_by_hand():
 
 
 @pytest.mark.parametrize("stop_seat", [-1, 0, 2])
-def test_take_forced_takes_exactly_the_single_action_decisions(stop_seat):
-    """`take_forced` stops at a real choice, at `stop_seat`'s turn, or right after a round ends;
-    until then it plays what a by-hand loop over one-action decisions would."""
+@pytest.mark.parametrize("with_choosers", [False, True])
+def test_advance_takes_exactly_the_decisions_nobody_must_be_asked(stop_seat, with_choosers):
+    """`advance` applies forced decisions and, for seats given a chooser, their choices; it stops
+    at `stop_seat`'s turn, at a real choice of a seat without a chooser, or right after a round
+    ends, having played what a by-hand check-then-step loop would."""
     by_hand, batched = Engine(ChickenFootConfig(), seed=4), Engine(ChickenFootConfig(), seed=4)
-    rng = np.random.default_rng(4)
+    hand_rng, batch_rng, rng = (np.random.default_rng(4) for _ in range(3))
+
+    def chooser(chooser_rng):
+        def choose(legal: int) -> int:
+            actions = [a for a in range(legal.bit_length()) if legal >> a & 1]
+            return actions[int(chooser_rng.integers(len(actions)))]
+
+        return choose
+
+    # Seats 1 and 3 choose through the engine (when asked to); seats 0 and 2 are asked.
+    choosers = [None, chooser(batch_rng), None, chooser(batch_rng)] if with_choosers else None
+    by_hand_choose = chooser(hand_rng)
     while not batched.game_over:
         finished: list[list[int]] = []
-        while not finished and by_hand.current != stop_seat:
+        while not finished and by_hand.current != stop_seat and not by_hand.game_over:
             legal = by_hand.legal_actions()
-            if len(legal) != 1:
+            if len(legal) == 1:
+                finished = by_hand.step(legal[0])
+            elif choosers is not None and choosers[by_hand.current] is not None:
+                finished = by_hand.step(by_hand_choose(by_hand.legal_bits()))
+            else:
                 break
-            finished = by_hand.step(legal[0])
-        assert batched.take_forced(stop_seat) == finished
+        assert batched.advance(stop_seat, choosers) == finished
         assert batched.snapshot() == by_hand.snapshot()
         if finished or batched.game_over:
             continue
-        legal = batched.legal_actions()
-        if batched.current == stop_seat and len(legal) == 1:
-            assert batched.take_forced(stop_seat) == []  # nothing taken for the stop seat
-        action = int(rng.choice(legal))
+        if batched.current == stop_seat:
+            assert batched.advance(stop_seat, choosers) == []  # nothing taken for the stop seat
+        action = int(rng.choice(batched.legal_actions()))
         assert batched.step(action) == by_hand.step(action)
     assert by_hand.game_over and batched.scores == by_hand.scores
+
+
+def test_advance_rejects_an_illegal_choice_and_changes_nothing():
+    engine = Engine(ChickenFootConfig(), seed=1)
+    while len(engine.legal_actions()) < 2:
+        engine.step(engine.legal_actions()[0])
+    before = engine.snapshot()
+    choosers = [lambda legal: engine.config.draw_action] * engine.config.num_players
+    with pytest.raises(IllegalActionError, match="not legal"):
+        engine.advance(-1, choosers)
+    assert engine.snapshot() == before
