@@ -187,7 +187,8 @@ class _CountPieces:
 
 class SeatView:
     """One seat's observations of one engine, kept current between calls: for a driver that
-    observes the same seat again and again (the single-agent adapter's learner).
+    observes the same seat again and again (the single-agent adapter keeps one per seat, for the
+    learner and observation-reading opponents; the AEC env one per agent).
 
     Within a round the engine changes only by actions, and it appends each to `engine.history`.
     So a call that continues the previous one (the same history list, round and seat; game not
@@ -206,16 +207,8 @@ class SeatView:
         self._two_t, self._draw = 2 * cfg.num_tiles, cfg.draw_action
         self._pairs = tile_tables(cfg.max_pips).pairs
         self._start = {name: piece.start for name, piece in s.items()}
-        n = cfg.num_players
-        # Offset of each actor's row in "opponent_played", per viewing seat (-1: the viewer).
-        self._played_row = [
-            [((actor - seat) % n - 1) * cfg.num_tiles for actor in range(n)] for seat in range(n)
-        ]
-        # Position of each actor's hand size, per viewing seat.
-        self._size_pos = [
-            [s["hand_sizes"].start + (actor - seat) % n for actor in range(n)] for seat in range(n)
-        ]
         self._history: list | None = None
+        self._seat = -1
 
     def observe(self, engine, seat: int) -> np.ndarray:
         history = engine.history
@@ -227,6 +220,8 @@ class SeatView:
         ):
             self._buffer = self.encoder.observe(engine, seat)
             self._view = memoryview(self._buffer)
+            if seat != self._seat:
+                self._seat_tables(seat)
             self._history, self._seat, self._round = history, seat, engine.round
             self._seen = len(history)
             self._ones = self._one_hot_positions(engine, seat)
@@ -234,11 +229,20 @@ class SeatView:
         self._update(engine, seat, history)
         return self._buffer.copy()
 
+    def _seat_tables(self, seat: int) -> None:
+        n, count = self.encoder.config.num_players, self.encoder.config.num_tiles
+        others = [(actor - seat) % n for actor in range(n)]  # 0 = the seat itself, then clockwise
+        # Offset of each actor's row in "opponent_played" (the seat's own entry is never used:
+        # its placements leave its hand instead), and the position of each actor's hand size.
+        self._played_row = [(k - 1) * count for k in others]
+        self._size_pos = [self._start["hand_sizes"] + k for k in others]
+
     def _update(self, engine, seat: int, history: list) -> None:
         view, start, cfg = self._view, self._start, self.encoder.config
         table, played, open_ends = start["table"], start["opponent_played"], start["open_ends"]
-        hand, size_of, counts, size = start["hand"], self._size_pos[seat], engine.hand_counts, cfg.hand_size
-        played_row, open_count, pairs = self._played_row[seat], engine.open_count, self._pairs
+        hand, size_of = start["hand"], self._size_pos
+        counts, size = engine.hand_counts, cfg.hand_size
+        played_row, open_count, pairs = self._played_row, engine.open_count, self._pairs
         drew = voids_changed = False
         for _, actor, action in history[self._seen :]:
             if action < self._two_t:  # a placement (cf_env.actions)
@@ -258,7 +262,7 @@ class SeatView:
                     drew = True
                 else:  # what the opponent showed it lacks changed
                     voids_changed = True
-            elif actor != seat:  # a pass without a draw: the opponent showed more voids
+            elif actor != seat:  # an opponent's pass: with no draw before it, it shows voids
                 voids_changed = True
         self._seen = len(history)
         s, buffer = self.encoder.layout.slices, self._buffer
