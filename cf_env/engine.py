@@ -416,9 +416,9 @@ class Engine:
         decision (exactly one legal action: most draws and passes), and a seat's real choice when
         `choosers[seat]` is given (called with the legal bitset, it returns the action; an
         illegal one raises `IllegalActionError` as `step` does, the decisions before it staying
-        applied). Stops when `stop_seat` is to
-        act, when a seat without a chooser has a real choice, at the game's end, or right after a
-        round ends. Returns what `step` returns: the points of the round that ended, if one did.
+        applied). Stops when `stop_seat` is to act, when a seat without a chooser has a real
+        choice, at the game's end, or right after a round ends. Returns what `step` returns: the
+        points of the round that ended, if one did.
 
         One call replaces the check-then-step loop a driver would run over these decisions (the
         single-agent adapter's opponents' turns), which is most of the decisions of a game."""
