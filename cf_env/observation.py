@@ -154,12 +154,8 @@ class Encoder:
         view = memoryview(out)
         view[s["round"].start + engine.round] = 1.0
         view[s["center"].start + engine.center] = 1.0
-        if not engine.game_over:
-            start = s["playable_values"].start
-            for value in engine.playable_values():
-                view[start + value] = 1.0
-        if engine.foot_value >= 0:
-            view[s["foot_double"].start + engine.foot_value] = 1.0
+        for position in _moving_bits(engine, s["playable_values"].start, s["foot_double"].start):
+            view[position] = 1.0
         return view
 
 
@@ -283,12 +279,19 @@ class SeatView:
             self._ones = ones
 
     def _one_hot_positions(self, engine, seat: int) -> list[int]:
-        """Positions of the one-hot bits that can move within a round: playable values, the
-        pending foot and the seat's drawn tile (the game is not over here)."""
+        """Positions of the one-hot bits that can move within a round: `_moving_bits` and the
+        seat's drawn tile."""
         start = self._start
-        ones = list(map(start["playable_values"].__add__, engine.playable_values()))
-        if engine.foot_value >= 0:
-            ones.append(start["foot_double"] + engine.foot_value)
+        ones = _moving_bits(engine, start["playable_values"], start["foot_double"])
         if engine.drawn_tile >= 0 and engine.current == seat:
             ones.append(start["drawn_tile"] + engine.drawn_tile)
         return ones
+
+
+def _moving_bits(engine, playable_start: int, foot_start: int) -> list[int]:
+    """Positions of the public one-hot bits that move within a round: the playable values (none
+    once the game is over) and the pending foot's value."""
+    ones = [] if engine.game_over else list(map(playable_start.__add__, engine.playable_values()))
+    if engine.foot_value >= 0:
+        ones.append(foot_start + engine.foot_value)
+    return ones

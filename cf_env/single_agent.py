@@ -258,10 +258,10 @@ class ChickenFootSingleAgentEnv(gym.Env):
         """
         engine, learner, reward = self.engine, self.learner, 0.0
         # Forced decisions (most of them: draws, passes) are taken without asking anyone, as
-        # training.evaluate does; the learner's too unless it wants to see them.
+        # training.evaluate does, the learner's too unless it wants to see them; fast-path
+        # opponents choose inside the same engine call.
         stop_seat = -1 if self.learner_skip_forced else learner
         while True:
-            # Forced decisions and fast-path opponents' choices, inside the engine.
             finished = engine.advance(stop_seat, self._seat_fast)
             if not finished:
                 seat = engine.current
