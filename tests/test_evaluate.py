@@ -9,12 +9,14 @@ import math
 import numpy as np
 import pytest
 
-from cf_env import ChickenFootConfig
+from cf_env import ChickenFootConfig, Engine
+from cf_env.record import read_record, replay_config, replay_engine
 from training.evaluate import (
     IllegalPolicyActionError,
     evaluate,
     lineup,
     main,
+    output_paths,
     rotation_seats,
 )
 from training.stats import fractional_ranks, mean_ci, t_quantile
@@ -55,40 +57,53 @@ def greedy_as_array(config, seed=None):
     return ArrayGreedy(config, seed)
 
 
-def read_records(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+def read_records(folder) -> dict[str, dict]:
+    """Every game record in an evaluation's record folder, by file name (cf_env.record)."""
+    return {path.name: read_record(path) for path in sorted(folder.iterdir())}
+
+
+def deals_of(record: dict) -> list[dict]:
+    """Each round's deal in a recorded game, found by replaying it: every seat's hand once R5
+    placed the start double, and the boneyard in draw order."""
+    engine = Engine(replay_config(record), record["seed"])
+
+    def deal() -> dict:
+        hands = [engine.hand(seat) for seat in range(engine.num_players)]
+        return {"round": engine.round, "hands": hands, "boneyard": list(engine.boneyard)}
+
+    seen = [deal()]
+    for action in record["actions"]:
+        if engine.step(action) and not engine.game_over:
+            seen.append(deal())
+    return seen
 
 
 # --------------------------------------------------------------------------- duplicate deals
 def test_rotation_replays_identical_deals(tmp_path):
-    record = tmp_path / "games.jsonl"
+    folder = tmp_path / "games"
     cfg = ChickenFootConfig(num_players=4, num_rounds=2)
-    evaluate(["heuristic", "greedy", "random"], cfg, deals=3, seed=9, record=record)
-    games = read_records(record)
-    assert len(games) == 3 * 4
+    evaluate(["heuristic", "greedy", "random"], cfg, deals=3, seed=9, record=folder)
+    games = read_records(folder)
+    assert sorted(games) == [f"deal{d:04d}-rot{k}.json" for d in range(3) for k in range(4)]
     for deal in range(3):
-        group = [g for g in games if g["deal"] == deal]
-        assert [g["rotation"] for g in group] == [0, 1, 2, 3]
+        group = [games[f"deal{deal:04d}-rot{k}.json"] for k in range(4)]
         # Every round of every rotation deals the same hands to each seat position and the same
         # boneyard order (R3-R5), while the policies move one seat on each time.
+        dealt = deals_of(group[0])
+        assert len(dealt) == 2
         for game in group[1:]:
-            assert game["dealt"] == group[0]["dealt"]
-            assert len(game["dealt"]) == 2
-        lineups = [g["seats"] for g in group]
+            assert game["seed"] == group[0]["seed"]
+            assert deals_of(game) == dealt
+        lineups = [g["players"] for g in group]
         for k, seats in enumerate(lineups):
             assert seats == [lineups[0][(s - k) % 4] for s in range(4)]
         # Each policy slot sat at every seat once.
         assert sorted(tuple(sorted(col)) for col in zip(*lineups)) == [tuple(sorted(lineups[0]))] * 4
-        # The recorded play is a legal game of exactly that deal (the actions replay on it).
-        from cf_env import Engine
-
+        # The recorded play is a legal game of exactly that deal reaching the recorded result.
         for game in group:
-            engine = Engine(cfg, seed=game["engine_seed"])
-            for _, _, action in game["history"]:
-                engine.step(action)
-            assert engine.scores == game["scores"] and engine.winners == game["winners"]
+            assert replay_engine(game).game_over
     # Different deals really are different.
-    firsts = [next(g for g in games if g["deal"] == d)["dealt"][0]["hands"] for d in range(3)]
+    firsts = [deals_of(games[f"deal{d:04d}-rot0.json"])[0]["hands"] for d in range(3)]
     assert firsts[0] != firsts[1] != firsts[2]
 
 
@@ -144,10 +159,12 @@ def test_result_shape_and_invariants():
 
 
 def test_single_round_mode_plays_one_round_per_game(tmp_path):
-    record = tmp_path / "games.jsonl"
-    result = evaluate(["greedy", "random"], SMALL, deals=4, single_round=True, record=record)
+    folder = tmp_path / "games"
+    result = evaluate(["greedy", "random"], SMALL, deals=4, single_round=True, record=folder)
     assert result["config"]["num_rounds"] == 1 and result["single_round"] is True
-    assert all(len(rows) == 1 for g in read_records(record) for rows in g["scores"])
+    games = read_records(folder).values()
+    assert len(games) == 4 * 3
+    assert all(len(rows) == 1 for g in games for rows in g["final"]["scores"])
 
 
 # --------------------------------------------------------------------------- strength

@@ -28,6 +28,14 @@ held in that group, and 95% Student-t intervals are computed over deals.
   and an illegal one raises `IllegalPolicyActionError` naming the policy. Policies with the
   mask-only fast path (`act_bits`, `cf_env.policies`) get the legal bitset and no observation:
   the same choices, without building the observation.
+* **records** — with `record=FOLDER` every game is saved as its own game record
+  (`cf_env.record`, `deal<NNNN>-rot<k>.json`), which `python -m cf_env.replay` replays: the deal's
+  engine seed, every action, the result and the policy at each seat (`players`).
+
+The CLI checks everything the user gave (config, specs, by building each policy once, the output
+and record paths, by opening them for writing) before the first game; a problem there prints one
+``error:`` line and exits 2. An illegal action from a policy during play prints one ``error:``
+line and exits 1. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -38,9 +46,12 @@ import math
 import multiprocessing
 import pickle
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -49,6 +60,7 @@ from cf_env.config import ChickenFootConfig
 from cf_env.engine import Engine
 from cf_env.observation import Encoder
 from cf_env.policies import Policy, legal_fast_path, load_policy
+from cf_env.record import write_record
 
 from .stats import fractional_ranks, mean_ci
 
@@ -147,20 +159,13 @@ def play_game(
     seat_policies: Sequence[Policy],
     seat_labels: Sequence[str],
     engine_seed: int,
-    dealt: list[dict] | None = None,
 ) -> Engine:
-    """Play one game from `engine.reset(engine_seed)`; returns the finished engine.
-
-    `dealt`, if given, receives each round's deal as it starts: every seat's hand (tile ids,
-    after R5 placed the start double) and the boneyard in draw order.
-    """
+    """Play one game from `engine.reset(engine_seed)`; returns the finished engine."""
     engine.reset(engine_seed)
     for policy in seat_policies:
         reset = getattr(policy, "reset", None)
         if callable(reset):
             reset()
-    if dealt is not None:
-        dealt.append(_deal_record(engine))
     fast = [legal_fast_path(policy) for policy in seat_policies]
     while not engine.game_over:
         legal = engine.legal_bits()
@@ -179,18 +184,8 @@ def play_game(
             observation = {"observation": encoder.observe(engine, seat), "action_mask": mask}
             raw = seat_policies[seat].act(observation)
             action = _checked_action(raw, mask, engine, seat_labels[seat], seat)
-        finished = engine.step(action)
-        if finished and dealt is not None and not engine.game_over:
-            dealt.append(_deal_record(engine))
+        engine.step(action)
     return engine
-
-
-def _deal_record(engine: Engine) -> dict:
-    return {
-        "round": engine.round,
-        "hands": [engine.hand(seat) for seat in range(engine.num_players)],
-        "boneyard": engine.boneyard[::-1],  # the engine draws from the end of its list
-    }
 
 
 def _play_block(job: tuple) -> list[dict]:
@@ -210,13 +205,12 @@ def _play_block(job: tuple) -> list[dict]:
             slots = rotation_seats(n, rotation)
             seat_policies = [policies[j] for j in slots]
             seat_labels = [labels[owners[j]] for j in slots]
-            dealt: list[dict] | None = [] if record else None
-            play_game(engine, encoder, seat_policies, seat_labels, engine_seed, dealt)
+            play_game(engine, encoder, seat_policies, seat_labels, engine_seed)
             game = {"slots": slots, "scores": [list(s) for s in engine.scores],
                     "winners": list(engine.winners)}
-            if record:
-                game["dealt"] = dealt
-                game["history"] = [list(h) for h in engine.history]
+            if record:  # what a game record needs beyond the deal's seed (cf_env.record)
+                game["actions"] = [action for _round, _seat, action in engine.history]
+                game["players"] = seat_labels
             games.append(game)
         results.append({"deal": deal, "engine_seed": engine_seed, "games": games})
     return results
@@ -269,6 +263,103 @@ def _game_values(config: ChickenFootConfig, game: dict) -> dict[str, list[float]
 
 
 # --------------------------------------------------------------------------- evaluate
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """An evaluation whose inputs were all checked (`plan_evaluation`); `run_evaluation` plays it.
+
+    `config` is the config played (`num_rounds=1` for single rounds); `owners[j]` is the index
+    of the policy holding slot j (`lineup`); `labels` are the policies' unique names.
+    """
+
+    items: tuple[PolicyItem, ...]
+    config: ChickenFootConfig
+    deals: int
+    seed: int
+    workers: int
+    single_round: bool
+    owners: tuple[int, ...]
+    labels: tuple[str, ...]
+    record: Path | None = None
+
+
+def plan_evaluation(
+    policies: list[str | Callable[..., Policy]],
+    config: ChickenFootConfig,
+    deals: int,
+    seed: int = 0,
+    workers: int = 1,
+    single_round: bool = False,
+    *,
+    record: str | Path | None = None,
+) -> EvaluationPlan:
+    """Check everything `evaluate` is given before a game is played (see `evaluate`).
+
+    Each policy is built once here, so a bad spec, checkpoint or factory fails now; the record
+    folder is created and must be empty and writable. Raises `ValueError` naming the problem.
+    """
+    if not isinstance(config, ChickenFootConfig):
+        raise ValueError(f"config must be a ChickenFootConfig; got {type(config).__name__}")
+    if isinstance(deals, bool) or not isinstance(deals, int) or deals < 2:
+        raise ValueError(f"deals must be an int >= 2 (intervals are computed over deals); got {deals!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int; got {workers!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+    items = tuple(policies)
+    for item in items:
+        if not (isinstance(item, str) and item) and not callable(item):
+            raise ValueError(f"each policy is a spec string or a factory; got {item!r}")
+    cfg = config.replace(num_rounds=1) if single_round else config
+    owners = lineup(len(items), cfg.num_players)
+    labels = _unique_labels(items)
+    for item in items:
+        _build(item, cfg, 0)
+    if workers > 1:
+        for item, label in zip(items, labels):
+            if not isinstance(item, str):
+                try:
+                    pickle.dumps(item)
+                except Exception as err:
+                    raise ValueError(
+                        f"policy factory {label!r} cannot be sent to worker processes ({err}); "
+                        "use workers=1 or a module-level factory"
+                    ) from err
+    folder = None if record is None else prepare_record_folder(record)
+    return EvaluationPlan(items, cfg, deals, seed, workers, bool(single_round), tuple(owners),
+                          tuple(labels), folder)
+
+
+def prepare_record_folder(record: str | Path) -> Path:
+    """Create the folder that receives one game record per game; it must be new or empty.
+
+    A name ending in .json/.jsonl is refused: records used to be one JSON-lines file, and a
+    folder of that name would surprise whoever passed it.
+    """
+    folder = Path(record)
+    if folder.suffix.lower() in (".json", ".jsonl") or folder.is_file():
+        raise ValueError(
+            f"record {str(folder)!r} must be a folder (it receives one game record, "
+            "deal<NNNN>-rot<k>.json, per game), e.g. results/games/"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if any(folder.iterdir()):
+            raise ValueError(
+                f"record folder {str(folder)!r} is not empty; give a new or empty folder so that "
+                "no game from another run is mixed in"
+            )
+        with tempfile.TemporaryFile(dir=folder):  # writable? (os.access is blind to read-only mounts)
+            pass
+    except OSError as err:
+        raise ValueError(f"cannot write game records to {str(folder)!r}: {err.strerror or err}") from err
+    return folder
+
+
+def record_name(deal: int, rotation: int, deals: int) -> str:
+    """The file name of one game's record: deal and rotation, zero-padded so names sort in order."""
+    return f"deal{deal:0{max(4, len(str(deals - 1)))}d}-rot{rotation}.json"
+
+
 def evaluate(
     policies: list[str | Callable[..., Policy]],
     config: ChickenFootConfig,
@@ -284,52 +375,30 @@ def evaluate(
 
     Each item is a policy spec (see `cf_env.policies.load_policy`) or a factory
     `f(config=..., seed=...) -> Policy` (picklable when `workers > 1`). Returns a JSON-serialisable
-    dict (see the module docstring and `format_markdown`). `record`, if given, is a JSON-lines
-    file that receives one line per game: deal, rotation, engine seed, the policy at each seat,
-    scores, winners, each round's deal (hands and boneyard, tile ids) and the action history
-    [(round, seat, action)].
+    dict (see the module docstring and `format_markdown`). `record`, if given, is a folder (new or
+    empty) that receives one game record per game (`cf_env.record`, readable by
+    `cf_env.record.read_record` and `python -m cf_env.replay`), named by `record_name`: the deal's
+    engine seed, every action, the result and the policy at each seat.
     """
-    if not isinstance(config, ChickenFootConfig):
-        raise ValueError(f"config must be a ChickenFootConfig; got {type(config).__name__}")
-    if isinstance(deals, bool) or not isinstance(deals, int) or deals < 2:
-        raise ValueError(f"deals must be an int >= 2 (intervals are computed over deals); got {deals!r}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive int; got {workers!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
-    items = list(policies)
-    for item in items:
-        if not (isinstance(item, str) and item) and not callable(item):
-            raise ValueError(f"each policy is a spec string or a factory; got {item!r}")
-    cfg = config.replace(num_rounds=1) if single_round else config
-    n = cfg.num_players
-    owners = lineup(len(items), n)
-    labels = _unique_labels(items)
-    # Fail early, in this process, on a bad spec or factory.
-    for item in items:
-        _build(item, cfg, 0)
-    if workers > 1:
-        for item, label in zip(items, labels):
-            if not isinstance(item, str):
-                try:
-                    pickle.dumps(item)
-                except Exception as err:
-                    raise ValueError(
-                        f"policy factory {label!r} cannot be sent to worker processes ({err}); "
-                        "use workers=1 or a module-level factory"
-                    ) from err
+    plan = plan_evaluation(policies, config, deals, seed, workers, single_round, record=record)
+    return run_evaluation(plan, progress)
 
+
+def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
+    """Play a checked evaluation (`plan_evaluation`) and return the result dict (`evaluate`)."""
+    items, cfg, deals, seed = plan.items, plan.config, plan.deals, plan.seed
+    owners, labels, single_round = list(plan.owners), list(plan.labels), plan.single_round
+    n = cfg.num_players
     jobs = []
     for block, start in enumerate(range(0, deals, BLOCK_DEALS)):
         stop = min(start + BLOCK_DEALS, deals)
-        jobs.append((items, cfg.to_dict(), seed, block, start, stop, record is not None))
+        jobs.append((items, cfg.to_dict(), seed, block, start, stop, plan.record is not None))
 
     per_deal = {m: np.zeros((deals, len(items))) for m in METRICS}
     games_in_order: list[tuple[int, dict]] = []
-    record_file = open(record, "w") if record is not None else None  # noqa: SIM115
     bar = _progress_bar(deals, progress)
     try:
-        for block_results in _run_blocks(jobs, workers):
+        for block_results in _run_blocks(jobs, plan.workers):
             for deal_result in block_results:
                 d = deal_result["deal"]
                 sums = {m: np.zeros(len(items)) for m in METRICS}
@@ -342,21 +411,14 @@ def evaluate(
                         for m in METRICS:
                             sums[m][owner] += values[m][seat]
                     games_in_order.append((rotation, {**game, "rank": values["rank"]}))
-                    if record_file is not None:
-                        record_file.write(
-                            json.dumps(
-                                {
-                                    "deal": d,
-                                    "rotation": rotation,
-                                    "engine_seed": deal_result["engine_seed"],
-                                    "seats": [labels[owners[j]] for j in game["slots"]],
-                                    "scores": game["scores"],
-                                    "winners": game["winners"],
-                                    "dealt": game["dealt"],
-                                    "history": game["history"],
-                                }
-                            )
-                            + "\n"
+                    if plan.record is not None:
+                        write_record(
+                            plan.record / record_name(d, rotation, deals),
+                            cfg,
+                            deal_result["engine_seed"],
+                            game["actions"],
+                            {"scores": game["scores"], "winners": game["winners"]},
+                            game["players"],
                         )
                 for m in METRICS:
                     per_deal[m][d] = sums[m] / held
@@ -365,8 +427,6 @@ def evaluate(
     finally:
         if bar is not None:
             bar.close()
-        if record_file is not None:
-            record_file.close()
 
     result_policies = []
     for i, label in enumerate(labels):
@@ -514,6 +574,46 @@ def plot(result: dict, path: str | Path) -> None:
 
 
 # --------------------------------------------------------------------------- CLI
+OUTPUT_SUFFIXES = (".json", ".md", ".png")
+
+
+def output_paths(out: str | Path) -> tuple[Path, Path, Path]:
+    """The JSON, Markdown and PNG files that `--out` names: the path less a .json/.md/.png suffix,
+    plus each of those suffixes. `results/x`, `results/x.json` and `results/x.md` all give
+    results/x.json, results/x.md and results/x.png; any other suffix is part of the name
+    (`eval-v1.2` gives eval-v1.2.json, ...), so no output ever overwrites another."""
+    path = Path(out)
+    if path.name in ("", ".", ".."):
+        raise ValueError(f"--out needs a file name, e.g. results/eval.json; got {str(out)!r}")
+    if path.suffix.lower() in OUTPUT_SUFFIXES:
+        path = path.with_suffix("")
+    json_path, md_path, png_path = (path.with_name(path.name + s) for s in OUTPUT_SUFFIXES)
+    return json_path, md_path, png_path
+
+
+def check_writable(paths: Sequence[Path]) -> None:
+    """Open each output for writing now, so that a bad path fails before the games, not after.
+
+    Appending writes nothing to an existing file, and a file made only for the check is removed.
+    """
+    for path in paths:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            existed = path.exists()
+            with open(path, "a"):
+                pass
+            if not existed:
+                path.unlink()
+        except OSError as err:
+            raise ValueError(f"cannot write {str(path)!r}: {err.strerror or err}") from err
+
+
+def fail(err: BaseException, code: int) -> NoReturn:
+    """Report a user error as one `error:` line on stderr and exit with `code` (no traceback)."""
+    print("error: " + " ".join(str(err).split()), file=sys.stderr)
+    raise SystemExit(code) from None
+
+
 def _parse_value(text: str):
     low = text.lower()
     if low in ("true", "false"):
@@ -545,43 +645,47 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--deals", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--out", default="results/eval.json", help="JSON output path")
-    parser.add_argument("--record", default=None, help="write every game to this JSON-lines file")
+    parser.add_argument("--out", default="results/eval.json",
+                        help="output path X.json: writes X.json, X.md and X.png (X is the path "
+                        "less a .json/.md/.png suffix)")
+    parser.add_argument("--record", default=None, metavar="FOLDER",
+                        help="save every game as a game record (cf_env.record, for "
+                        "python -m cf_env.replay) in this new or empty folder")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
-    fields = {"max_pips": args.max_pips, "num_players": args.players, "num_rounds": args.rounds}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            parser.error(f"--set takes FIELD=VALUE; got {item!r}")
-        fields[key.strip()] = _parse_value(value.strip())
+    # Everything the user gave is checked here, before the first game (exit 2 on a problem).
     try:
+        fields = {"max_pips": args.max_pips, "num_players": args.players, "num_rounds": args.rounds}
+        for item in args.set:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(f"--set takes FIELD=VALUE (a ChickenFootConfig field); got {item!r}")
+            fields[key.strip()] = _parse_value(value.strip())
         config = ChickenFootConfig.from_dict(fields)
-    except ValueError as err:
-        parser.error(str(err))
-    opponents = [s.strip() for s in args.opponents.split(",") if s.strip()]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+        opponents = [s.strip() for s in args.opponents.split(",") if s.strip()]
+        outputs = output_paths(args.out)
+        check_writable(outputs)
+        plan = plan_evaluation([args.agent, *opponents], config, args.deals, seed=args.seed,
+                               workers=args.workers, single_round=args.single_round,
+                               record=args.record)
+    except (ValueError, OSError) as err:  # OSError: e.g. a ppo: checkpoint that is not there
+        fail(err, 2)
     started = time.perf_counter()
-    result = evaluate(
-        [args.agent, *opponents],
-        config,
-        args.deals,
-        seed=args.seed,
-        workers=args.workers,
-        progress=not args.no_progress,
-        single_round=args.single_round,
-        record=args.record,
-    )
+    try:
+        result = run_evaluation(plan, progress=not args.no_progress)
+    except IllegalPolicyActionError as err:
+        fail(err, 1)
     elapsed = time.perf_counter() - started
     table = format_markdown(result)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    out.with_suffix(".md").write_text(table)
-    plot(result, out.with_suffix(".png"))
+    json_path, md_path, png_path = outputs
+    json_path.write_text(json.dumps(result, indent=2) + "\n")
+    md_path.write_text(table)
+    plot(result, png_path)
     print(table)
     print(f"{result['games']} games in {elapsed:.1f} s with {args.workers} worker(s); "
-          f"wrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.png')}")
+          f"wrote {json_path}, {md_path}, {png_path}"
+          + (f"; game records in {plan.record}/" if plan.record is not None else ""))
     return result
 
 
