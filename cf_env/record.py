@@ -21,6 +21,17 @@ action — plus the result, so a replay can prove it reached the same end::
   R13 winners. ``final`` is null when the game was stopped before its end.
 * Version history: 1 — first version. A reader rejects a newer version with a clear message.
 
+**Files.** A record file holds one record (as `save_record` writes it). A *JSON-lines* file holds
+several: one record object per line (blank lines ignored), game K (1-based) on the K-th line —
+what `training.evaluate --record` writes. `read_record(path, game=K)` reads one game of either
+kind, `read_records(path)` every game.
+
+**Bounds.** A reader trusts nothing in a file: bytes that are not UTF-8, JSON nested deeper than a
+record nests (`MAX_DEPTH`), numbers with more than `MAX_DIGITS` digits, NaN/Infinity, floats or
+out-of-range ints where ints are expected, and more actions than a game of the record's config can
+hold (`max_actions`) all raise `RecordError` naming the problem — never a bare `ValueError`,
+`RecursionError` or a multi-megabyte message.
+
 `write_record` / `record_from_engine` make records, `read_record` / `validate_record` check them,
 `replay_engine` re-simulates one (raising `RecordError` if an action is illegal or the result
 differs), and `iter_replay` yields every state of the game for rendering, including the finished
@@ -30,6 +41,7 @@ table of each round before the next deal.
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +53,14 @@ from .engine import Engine, IllegalActionError
 
 FORMAT = "chickenfoot-record"
 VERSION = 1
+# A record nests at most four containers deep: the record, `final`, `final.scores`, a score row.
+MAX_DEPTH = 4
+# Longest integer literal a reader parses: 2**128 (the largest seed) has 39 digits. Longer
+# literals are refused before Python converts them (a 10**10000 would cost time, then break
+# every message that prints it).
+MAX_DIGITS = 40
+SEED_LIMIT = 2**128  # seeds are 0 <= seed < 2**128: the entropy numpy's SeedSequence keeps
+COUNT_LIMIT = 2**63  # scores and seat numbers: non-negative and below 2**63 (an int64)
 
 
 class RecordError(ValueError):
@@ -49,6 +69,37 @@ class RecordError(ValueError):
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_count(value: object) -> bool:
+    """A non-negative int below `COUNT_LIMIT` (points, seats)."""
+    return _is_int(value) and 0 <= value < COUNT_LIMIT
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 3, 8, 6
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 60, 60, 30
+
+
+def _show(value: object) -> str:
+    """A short repr for error messages: a broken record may hold huge or deeply nested values."""
+    if _is_int(value) and value.bit_length() > 128:
+        return f"<an int of {value.bit_length()} bits>"  # repr() itself fails past 4300 digits
+    try:
+        return _SHORT.repr(value)
+    except (ValueError, RecursionError):
+        return f"<a {type(value).__name__}>"
+
+
+def max_actions(config: ChickenFootConfig) -> int:
+    """The most actions a game under `config` can take; a longer record is refused unread.
+
+    Per round: at most T placements (T tiles) and T draws (each takes a boneyard tile), at most
+    one pass per draw (keeping the drawn tile, R8), and at most n-1 passes in a row with an empty
+    boneyard before a placement (n passes mean nobody can play: R11 ends the round) — at most
+    3T + (n-1)(T+1) <= (n+2)(T+1) actions. Random play reaches about 56% of this.
+    """
+    return config.num_rounds * (config.num_players + 2) * (config.num_tiles + 1)
 
 
 def make_record(
@@ -140,33 +191,136 @@ def save_record(path, record: dict) -> None:
     Path(path).write_text("{\n" + body + "\n}\n", encoding="utf-8")
 
 
-def read_record(path) -> dict:
-    """Read and validate a record file. Raises `RecordError` saying what is wrong."""
+def _refuse_digits(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise RecordError(
+            f"holds a number with {len(text.lstrip('-'))} digits; no field of a record needs more "
+            f"than {MAX_DIGITS}"
+        )
+    return int(text)
+
+
+def _refuse_constant(name: str) -> None:
+    raise RecordError(f"holds {name}, which is not a JSON number (a record holds only ints)")
+
+
+def _parse(text: str, where: str) -> object:
+    """One JSON value, with the reader's bounds (module docstring); `where` names it in errors."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = json.loads(text, parse_int=_refuse_digits, parse_constant=_refuse_constant)
+    except RecordError as err:
+        raise RecordError(f"{where} {err}") from None
+    except RecursionError:
+        raise RecordError(
+            f"{where} is nested too deeply to be a record (a record nests {MAX_DEPTH} levels)"
+        ) from None
+    except ValueError as err:  # JSONDecodeError, or a number Python refuses to convert
+        raise RecordError(f"{where} is not JSON: {err}") from None
+    return data
+
+
+def _read_text(path) -> str:
+    try:
+        raw = Path(path).read_bytes()
     except OSError as err:
         raise RecordError(f"cannot read record {str(path)!r}: {err.strerror or err}") from err
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise RecordError(f"record {str(path)!r} is not JSON: {err}") from err
-    return validate_record(data)
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RecordError(
+            f"record {str(path)!r} is not UTF-8 text (byte {err.start}: {err.reason}); records "
+            "are UTF-8 JSON"
+        ) from None
+
+
+def _games(text: str) -> list[tuple[int, str]] | None:
+    """For a JSON-lines file, (line number, text) of each game; None for a one-record file.
+
+    Decided by the layout alone, so that one bad line cannot change how the file is read: a
+    JSON-lines file has more than one non-blank line and its first one is a whole object (a
+    record file written by `save_record` opens with a line holding only "{").
+    """
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if len(lines) > 1 and lines[0][1].strip().startswith("{") and lines[0][1].strip().endswith("}"):
+        return lines
+    return None
+
+
+def _game(path, games: list[tuple[int, str]], game: object) -> dict:
+    if not (_is_int(game) and 1 <= game <= len(games)):
+        raise RecordError(
+            f"{str(path)!r} holds {len(games)} games (one per line); choose one with game=1.."
+            f"{len(games)} (`python -m cf_env.replay FILE --game K`); got {_show(game)}"
+        )
+    number, line = games[game - 1]
+    where = f"game {game} of {str(path)!r} (line {number})"
+    try:
+        return validate_record(_parse(line, where))
+    except RecordError as err:
+        if str(err).startswith(where):
+            raise
+        raise RecordError(f"{where}: {err}") from None
+
+
+def read_record(path, game: int | None = None) -> dict:
+    """Read and validate one record. Raises `RecordError` saying what is wrong.
+
+    `path` is a record file or a JSON-lines file of records (module docstring); in the latter,
+    `game` (1-based) picks the line, and is required when the file holds more than one game.
+    """
+    text = _read_text(path)
+    games = _games(text)
+    if games is None:
+        if not (game is None or (_is_int(game) and game == 1)):
+            raise RecordError(
+                f"record {str(path)!r} holds one game; game must be 1 or None, got {_show(game)}"
+            )
+        return validate_record(_parse(text, f"record {str(path)!r}"))
+    return _game(path, games, game)
+
+
+def read_records(path) -> list[dict]:
+    """Every record in a record file (one) or a JSON-lines file (one per line), validated."""
+    text = _read_text(path)
+    games = _games(text)
+    if games is None:
+        return [validate_record(_parse(text, f"record {str(path)!r}"))]
+    return [_game(path, games, game) for game in range(1, len(games) + 1)]
+
+
+def _depth(value: object, limit: int) -> int:
+    """How deep containers nest in `value`, counted no further than limit + 1 (so cheap)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > limit:
+                return deepest
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def validate_record(data: object) -> dict:
     """Check a record's structure (not yet its replay) and return it with its fields in order."""
     if not isinstance(data, dict):
         raise RecordError(f"a record is a JSON object; got {type(data).__name__}")
+    if _depth(data, MAX_DEPTH) > MAX_DEPTH:
+        raise RecordError(
+            f"record nests lists/objects more than {MAX_DEPTH} deep; a record nests at most "
+            f"{MAX_DEPTH} (the record, final, final.scores, a score row)"
+        )
     if data.get("format") != FORMAT:
         raise RecordError(
-            f"not a game record: format is {data.get('format')!r}, expected {FORMAT!r}"
+            f"not a game record: format is {_show(data.get('format'))}, expected {FORMAT!r}"
         )
     version = data.get("version")
     if not _is_int(version) or version < 1:
-        raise RecordError(f"record version must be a positive int; got {version!r}")
+        raise RecordError(f"record version must be a positive int; got {_show(version)}")
     if version > VERSION:
         raise RecordError(
-            f"record version {version} is newer than this reader (version {VERSION}); "
+            f"record version {_show(version)} is newer than this reader (version {VERSION}); "
             "update chickenfoot to replay it"
         )
     required = ("config", "seed", "actions", "final")
@@ -176,7 +330,9 @@ def validate_record(data: object) -> dict:
     known = {"format", "version", *required, "players"}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise RecordError(f"record has unknown field(s) {unknown}; valid fields: {sorted(known)}")
+        raise RecordError(
+            f"record has unknown field(s) {_show(unknown)}; valid fields: {sorted(known)}"
+        )
     if not isinstance(data["config"], dict):
         raise RecordError("record config must be an object of ChickenFootConfig fields")
     try:
@@ -184,41 +340,63 @@ def validate_record(data: object) -> dict:
     except (TypeError, ValueError) as err:
         raise RecordError(f"record config is invalid: {err}") from err
     seed = data["seed"]
-    if not _is_int(seed) or seed < 0:
-        raise RecordError(f"record seed must be a non-negative int (the engine seed); got {seed!r}")
+    if not _is_int(seed) or not 0 <= seed < SEED_LIMIT:
+        raise RecordError(
+            f"record seed must be a non-negative int below 2**128 (the engine seed); got "
+            f"{_show(seed)}"
+        )
     actions = data["actions"]
     if not isinstance(actions, list):
         raise RecordError(f"record actions must be a list of ints; got {type(actions).__name__}")
+    most = max_actions(config)
+    if len(actions) > most:
+        raise RecordError(
+            f"record has {len(actions)} actions; a game of this config holds at most {most}"
+        )
     for index, action in enumerate(actions):
         if not _is_int(action) or not 0 <= action < config.num_actions:
             raise RecordError(
-                f"record action #{index} is {action!r}; actions are ints 0..{config.num_actions - 1}"
+                f"record action #{index} is {_show(action)}; actions are ints "
+                f"0..{config.num_actions - 1}"
             )
     n = config.num_players
     final = data["final"]
     if final is not None:
         if not isinstance(final, dict) or set(final) != {"scores", "winners"}:
             raise RecordError(
-                f"record final must be null or {{'scores', 'winners'}}; got {final!r}"
+                f"record final must be null or {{'scores', 'winners'}}; got {_show(final)}"
             )
         scores, winners = final["scores"], final["winners"]
+        rounds = config.num_rounds
         if (
             not isinstance(scores, list)
             or len(scores) != n
-            or not all(isinstance(row, list) and all(_is_int(x) for x in row) for row in scores)
+            or not all(
+                isinstance(row, list) and len(row) <= rounds and all(map(_is_count, row))
+                for row in scores
+            )
         ):
             raise RecordError(
-                f"record final scores must list {n} seats' round points; got {scores!r}"
+                f"record final scores must list {n} seats' round points (up to {rounds} "
+                f"non-negative ints each); got {_show(scores)}"
             )
-        if not isinstance(winners, list) or not all(_is_int(s) and 0 <= s < n for s in winners):
-            raise RecordError(f"record final winners must be seats 0..{n - 1}; got {winners!r}")
+        if (
+            not isinstance(winners, list)
+            or len(winners) > n
+            or not all(_is_count(s) and s < n for s in winners)
+        ):
+            raise RecordError(
+                f"record final winners must be seats 0..{n - 1}; got {_show(winners)}"
+            )
     players = data.get("players")
     if players is not None and (
         not isinstance(players, list)
         or len(players) != n
         or not all(isinstance(p, str) for p in players)
     ):
-        raise RecordError(f"record players must list {n} names (one per seat); got {players!r}")
+        raise RecordError(
+            f"record players must list {n} names (one per seat); got {_show(players)}"
+        )
     out = {
         "format": FORMAT,
         "version": version,
@@ -359,7 +537,9 @@ __all__ = [
     "final_of",
     "iter_replay",
     "make_record",
+    "max_actions",
     "read_record",
+    "read_records",
     "record_config",
     "record_from_engine",
     "replay_config",
