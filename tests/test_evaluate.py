@@ -244,3 +244,132 @@ def test_cli_writes_json_markdown_and_png(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--agent", "greedy", "--opponents", "random", "--players", "99", "--deals", "2",
               "--out", str(out), "--no-progress"])
+
+
+# --------------------------------------------------------------------------- issue 12: CLI hardening
+SMALL_CLI = ["--players", "3", "--max-pips", "6", "--rounds", "2", "--deals", "2", "--no-progress"]
+
+
+def user_error(capsys, exited, code: int = 2) -> str:
+    """The one `error:` line a CLI printed for a user error (exit `code`, no traceback)."""
+    err = capsys.readouterr().err
+    assert exited.value.code == code, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+def refuse_to_play(monkeypatch):
+    """Make any game played an error: the checks must come before the long work."""
+    import training.evaluate as ev
+
+    def no_games(job):
+        raise AssertionError("a game was played before the inputs were checked")
+
+    monkeypatch.setattr(ev, "_play_block", no_games)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agent", "greedy", "--opponents", "nope"], "unknown policy spec 'nope'"),
+        (["--agent", "ppo:no/such/checkpoint", "--opponents", "random"], "no checkpoint at"),
+        (["--agent", "greedy", "--opponents", "random", "--set", "nosuch=1"],
+         "unknown config field(s) ['nosuch']"),
+        (["--agent", "greedy", "--opponents", "random", "--set", "toes"], "--set takes FIELD=VALUE"),
+        (["--agent", "greedy", "--opponents", "random", "--set", "toes=many"], "toes must be"),
+        (["--agent", "greedy", "--opponents", "random", "--players", "9", "--max-pips", "6"],
+         "num_players must be"),
+        (["--agent", "greedy", "--opponents", "random", "--deals", "1"], "deals must be an int >= 2"),
+        (["--agent", "greedy", "--opponents", "random", "--workers", "0"], "workers must be"),
+        (["--agent", "greedy", "--opponents", ","], "at least one opponent"),
+    ],
+)
+def test_i12_15_evaluate_user_errors_print_one_error_line_and_exit_2(
+    args, message, tmp_path, capsys, monkeypatch
+):
+    refuse_to_play(monkeypatch)
+    out = tmp_path / "res" / "eval.json"
+    with pytest.raises(SystemExit) as exited:
+        main([*SMALL_CLI, *args, "--out", str(out)])
+    assert message in user_error(capsys, exited)
+    assert not out.exists()
+
+
+def test_i12_15_evaluate_illegal_policy_action_is_one_error_line_exit_1(tmp_path, capsys):
+    # Not a bad argument but a policy that fails during play: reported like cf_env.play does.
+    with pytest.raises(SystemExit) as exited:
+        main([*SMALL_CLI, "--agent", "test_evaluate:always_pass", "--opponents", "random",
+              "--out", str(tmp_path / "eval.json")])
+    line = user_error(capsys, exited, code=1)
+    assert "policy 'test_evaluate:always_pass'" in line and "legal actions:" in line
+    assert not (tmp_path / "eval.json").exists()
+
+
+@pytest.mark.parametrize("given", ["x.md", "x.png", "x.json", "x", "X.JSON"])
+def test_i12_16_out_names_three_files_and_never_overwrites_the_json(given, tmp_path, capsys):
+    main([*SMALL_CLI, "--agent", "greedy", "--opponents", "random", "--seed", "2",
+          "--out", str(tmp_path / given)])
+    stem = tmp_path / given.split(".")[0]
+    printed = capsys.readouterr().out
+    result = json.loads(stem.with_name(stem.name + ".json").read_text())
+    assert result["config"]["max_pips"] == 6 and result["deals"] == 2
+    assert stem.with_name(stem.name + ".md").read_text() in printed
+    assert stem.with_name(stem.name + ".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        stem.name + s for s in (".json", ".md", ".png")
+    )
+
+
+def test_i12_16_output_paths_keep_other_suffixes_in_the_name():
+    assert [p.name for p in output_paths("r/eval-v1.2")] == [
+        "eval-v1.2.json", "eval-v1.2.md", "eval-v1.2.png"]
+    assert [str(p) for p in output_paths("r/a.md")] == ["r/a.json", "r/a.md", "r/a.png"]
+    with pytest.raises(ValueError, match="--out needs a file name"):
+        output_paths(".")
+
+
+def test_i12_16_unwritable_out_fails_before_playing(tmp_path, capsys, monkeypatch):
+    refuse_to_play(monkeypatch)
+    (tmp_path / "eval.md").mkdir()  # the Markdown output's name is taken by a folder
+    with pytest.raises(SystemExit) as exited:
+        main([*SMALL_CLI, "--agent", "greedy", "--opponents", "random",
+              "--out", str(tmp_path / "eval.json")])
+    line = user_error(capsys, exited)
+    assert "cannot write" in line and str(tmp_path / "eval.md") in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["eval.md"]  # nothing left behind
+
+
+def test_i12_16_record_folder_holds_one_replayable_record_per_game(tmp_path, capsys):
+    from cf_env import replay
+
+    folder = tmp_path / "games"
+    result = main([*SMALL_CLI, "--agent", "greedy", "--opponents", "random", "--seed", "4",
+                   "--out", str(tmp_path / "eval"), "--record", str(folder)])
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == [f"deal{d:04d}-rot{k}.json" for d in range(2) for k in range(3)]
+    assert len(names) == result["games"]
+    capsys.readouterr()
+    for name in names:
+        record = read_record(folder / name)  # format, version, config, seed, actions, final
+        assert record["config"] == result["config"]
+        assert sorted(record["players"]) == sorted(result["lineup"])
+        assert replay.main([str(folder / name)]) == 0
+        assert "winners:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "not_empty"])
+def test_i12_16_record_must_be_a_new_or_empty_folder(kind, tmp_path, capsys, monkeypatch):
+    refuse_to_play(monkeypatch)
+    if kind == "jsonl":
+        record, message = tmp_path / "games.jsonl", "must be a folder"
+    else:
+        record, message = tmp_path / "games", "is not empty"
+        record.mkdir()
+        (record / "deal0000-rot0.json").write_text("{}")
+    with pytest.raises(SystemExit) as exited:
+        main([*SMALL_CLI, "--agent", "greedy", "--opponents", "random",
+              "--out", str(tmp_path / "eval.json"), "--record", str(record)])
+    assert message in user_error(capsys, exited)
+    assert not (tmp_path / "eval.json").exists()

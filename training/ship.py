@@ -8,6 +8,15 @@ writes the card: `card.json` (the checkpoint card plus `training` and
 `evaluation` sections) and `card.md` (the same for people).
 
     python -m training.ship runs/ppo-4p-d9 checkpoints/ppo-4p-d9 --deals 2000 --workers 2
+
+Everything is checked before the evaluations start (`check_ship`): the run directory, its
+`run.json`, the pointer and the checkpoint it names (card and weights, by building the policy
+once), every evaluation's settings, and the destination. `<dest>` may be new, empty, or an
+earlier shipped agent (a folder with `card.json`), which is replaced; any other existing path
+is refused, and so is a destination inside the run directory (or holding it). The new agent is
+built in a temporary sibling of `<dest>` and renamed into place only when complete, so a failed
+or interrupted ship leaves an earlier agent as it was. A problem found by the checks prints one
+``error:`` line and exits 2; anything later is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -15,54 +24,149 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from cf_env import ChickenFootConfig
 
 from . import checkpoints as ckpt
-from .evaluate import evaluate
+from .evaluate import evaluate, fail, plan_evaluation
 from .plot import plot_run
 
 BASELINES = ("random", "greedy", "heuristic")
 
 
+@dataclass(frozen=True)
+class ShipPlan:
+    """A checked ship (`check_ship`): where from, where to, and the evaluation settings."""
+
+    run_dir: Path
+    dest: Path
+    which: str
+    source: Path  # the checkpoint directory the run's pointer names
+    info: dict  # the run's run.json
+    deals: int
+    workers: int
+    seed: int
+
+
 def _pick(run_dir: Path, which: str) -> Path:
     pointer = run_dir / "checkpoints" / f"{which}.json"
     if not pointer.is_file():
-        raise FileNotFoundError(f"{pointer} does not exist; try --which latest")
-    return run_dir / "checkpoints" / json.loads(pointer.read_text())["path"]
+        other = "latest" if which == "best" else "best"
+        raise FileNotFoundError(f"{pointer} does not exist; is {run_dir} a training run? "
+                                f"(try --which {other})")
+    try:
+        name = json.loads(pointer.read_text())["path"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{pointer}: not a checkpoint pointer (expected JSON "
+                         f"{{\"path\": \"step_<N>\"}}): {err!r}") from None
+    return run_dir / "checkpoints" / str(name)
+
+
+def _run_info(run_dir: Path) -> dict:
+    """run.json, checked for what the card's `training` section reads from it."""
+    path = run_dir / "run.json"
+    try:
+        info = json.loads(path.read_text())
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror or err} (a training run has one)") from None
+    except ValueError as err:
+        raise ValueError(f"{path} is not valid JSON ({err})") from None
+    sessions = info.get("sessions") if isinstance(info, dict) else None
+    if not isinstance(sessions, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("argv"), list) for s in sessions
+    ) or "packages" not in info:
+        raise ValueError(f"{path}: expected an object with 'packages' and 'sessions' "
+                         "[{'argv': [...]}, ...], as training.ppo writes it")
+    return info
+
+
+def _check_dest(run_dir: Path, dest: Path) -> None:
+    run, target = run_dir.resolve(), dest.resolve()
+    if target == run or run in target.parents or target in run.parents:
+        raise ValueError(f"destination {dest} would overlap the run directory {run_dir}; ship to "
+                         "a folder outside it, e.g. checkpoints/<name>")
+    if dest.exists() or dest.is_symlink():
+        if not dest.is_dir() or dest.is_symlink():
+            raise ValueError(f"destination {dest} exists and is not a folder; give a new folder "
+                             "or an earlier shipped agent's folder")
+        if any(dest.iterdir()) and not (dest / "card.json").is_file():
+            raise ValueError(f"destination {dest} exists and is not a shipped agent (no "
+                             "card.json); refusing to replace it: give a new or empty folder")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=dest.parent):  # where the new agent is built
+            pass
+    except OSError as err:
+        raise ValueError(f"cannot write beside {dest}: {err.strerror or err}") from None
+
+
+def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", deals: int = 2000,
+               workers: int = 1, seed: int = 1) -> ShipPlan:
+    """Check everything `ship` needs before its long work; `ValueError`/`OSError` say what is
+    wrong (see the module docstring)."""
+    run_dir, dest = Path(run_dir), Path(dest)
+    if which not in ("best", "latest"):
+        raise ValueError(f"which must be 'best' or 'latest'; got {which!r}")
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"run directory {run_dir} does not exist (expected runs/<name>)")
+    source = _pick(run_dir, which)
+    card = ckpt.read_card(source)
+    config = ChickenFootConfig.from_dict(card["env_config"])
+    info = _run_info(run_dir)
+    # Builds the checkpoint's policy once per evaluation setting: bad weights fail here.
+    for single_round in (True, False):
+        for bot in BASELINES:
+            plan_evaluation([f"ppo:{source}", bot], config, deals, seed, workers, single_round)
+    _check_dest(run_dir, dest)
+    return ShipPlan(run_dir, dest, which, source, info, deals, workers, seed)
 
 
 def ship(run_dir: Path, dest: Path, which: str, deals: int, workers: int, seed: int) -> dict:
-    source = _pick(run_dir, which)
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    """Check (`check_ship`), then ship; returns the card written to `dest/card.json`."""
+    return run_ship(check_ship(run_dir, dest, which, deals, workers, seed))
+
+
+def run_ship(plan: ShipPlan) -> dict:
+    """Build the shipped agent in a temporary sibling of `plan.dest`, then swap it into place."""
+    dest = plan.dest
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.shipping-", dir=dest.parent))
+    try:
+        card = _build(plan, staging)
+        _replace(staging, dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # left only if something failed
+    return card
+
+
+def _build(plan: ShipPlan, folder: Path) -> dict:
     for name in ("card.json", "policy.npz"):  # weights only: a shipped agent holds no pickle
-        shutil.copy2(source / name, dest / name)
-    card = ckpt.read_card(dest)
+        shutil.copy2(plan.source / name, folder / name)
+    card = ckpt.read_card(folder)
     config = ChickenFootConfig.from_dict(card["env_config"])
-    info = json.loads((run_dir / "run.json").read_text())
     card["training"] = {
-        "run": run_dir.name,
-        "checkpoint": f"{which} ({source.name})",
+        "run": plan.run_dir.name,
+        "checkpoint": f"{plan.which} ({plan.source.name})",
         "commands": ["python -m training.ppo " + " ".join(session["argv"])
-                     for session in info["sessions"]],
+                     for session in plan.info["sessions"]],
         "steps": card["steps"],
         "wall_time_s": card.get("wall_time_s"),
         "hardware": "2 CPU cores shared with other jobs, torch.set_num_threads(1)",
-        "packages": info["packages"],
+        "packages": plan.info["packages"],
     }
-    evaluation = {"deals": deals, "seed": seed, "method": "training.evaluate, duplicate deals, "
-                  "each deal replayed with seats rotated; 95% Student-t CI over deals",
+    evaluation = {"deals": plan.deals, "seed": plan.seed,
+                  "method": "training.evaluate, duplicate deals, each deal replayed with seats "
+                  "rotated; 95% Student-t CI over deals",
                   "results": []}
-    agent = f"ppo:{dest}"
+    agent = f"ppo:{folder}"
     for single_round in (True, False):
         for bot in BASELINES:
             started = time.perf_counter()
-            result = evaluate([agent, bot], config, deals, seed=seed, workers=workers,
-                              single_round=single_round)
+            result = evaluate([agent, bot], config, plan.deals, seed=plan.seed,
+                              workers=plan.workers, single_round=single_round)
             me, diff = result["policies"][0], result["differences"][0]
             evaluation["results"].append({
                 "opponents": f"3× {bot}",
@@ -76,10 +180,22 @@ def ship(run_dir: Path, dest: Path, which: str, deals: int, workers: int, seed: 
             print(f"{'round' if single_round else 'game '} vs {bot}: win {me['win_rate']['mean']:.3f} "
                   f"[{me['win_rate']['ci_low']:.3f}, {me['win_rate']['ci_high']:.3f}]", flush=True)
     card["evaluation"] = evaluation
-    (dest / "card.json").write_text(json.dumps(card, indent=2) + "\n")
-    plot_run(run_dir, dest / "learning_curve.png")
-    (dest / "card.md").write_text(card_markdown(card, dest))
+    (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    plot_run(plan.run_dir, folder / "learning_curve.png")
+    (folder / "card.md").write_text(card_markdown(card, plan.dest))
     return card
+
+
+def _replace(staging: Path, dest: Path) -> None:
+    """Rename the finished agent to `dest`; an earlier agent there is moved aside, then removed."""
+    if not dest.exists():
+        staging.rename(dest)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+    old.rmdir()  # rename needs the name free
+    dest.rename(old)
+    staging.rename(dest)
+    shutil.rmtree(old)
 
 
 def _pct(ci: dict) -> str:
@@ -89,12 +205,12 @@ def _pct(ci: dict) -> str:
 def card_markdown(card: dict, dest: Path) -> str:
     t, e = card["training"], card["evaluation"]
     cfg = card["env_config"]
+    minutes = "an unrecorded time" if t["wall_time_s"] is None else f"{t['wall_time_s'] / 60:.0f} min"
     lines = [
         f"# Shipped agent `{dest.name}`",
         "",
         f"Masked PPO (sb3-contrib), MLP {card['net_arch']} ({card['activation']}), trained for "
-        f"**{t['steps']:,} learner steps** in **{t['wall_time_s'] / 60:.0f} min** on "
-        f"{t['hardware']}.",
+        f"**{t['steps']:,} learner steps** in **{minutes}** on {t['hardware']}.",
         "",
         f"- game: {cfg['num_players']} players, double-{cfg['max_pips']}, {cfg['num_rounds']} "
         f"rounds (default rules); observation version {card['observation_version']}",
@@ -130,7 +246,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    return ship(Path(args.run_dir), Path(args.dest), args.which, args.deals, args.workers, args.seed)
+    try:
+        plan = check_ship(args.run_dir, args.dest, args.which, args.deals, args.workers, args.seed)
+    except (ValueError, OSError) as err:  # CheckpointError is a ValueError
+        fail(err, 2)
+    return run_ship(plan)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,149 @@
+"""`training.ship` and `cf_env.demo` as command lines: user errors are one `error:` line and
+exit 2, found before the long work (issue 12 item 15); a ship replaces an earlier agent only
+once the new one is complete."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cf_env import demo
+from training import ship
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "checkpoints" / "ppo-4p-d9"
+
+
+def user_error(capsys, exited, code: int = 2) -> str:
+    """The one `error:` line a CLI printed for a user error (exit `code`, no traceback)."""
+    err = capsys.readouterr().err
+    assert exited.value.code == code, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.fixture()
+def run_dir(tmp_path) -> Path:
+    """A training run's layout around the shipped agent's weights: what ship reads."""
+    run = tmp_path / "runs" / "r"
+    step = run / "checkpoints" / "step_4"
+    step.mkdir(parents=True)
+    for name in ("card.json", "policy.npz"):
+        shutil.copy2(SHIPPED / name, step / name)
+    (run / "checkpoints" / "latest.json").write_text(json.dumps({"path": "step_4"}))
+    card = json.loads((SHIPPED / "card.json").read_text())
+    (run / "run.json").write_text(json.dumps({
+        "env_config": card["env_config"], "packages": {"python": "3"},
+        "sessions": [{"argv": ["--config", "configs/default.yaml"]}],
+    }))
+    return run
+
+
+def no_evaluations(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("an evaluation started before the inputs were checked")
+
+    monkeypatch.setattr(ship, "evaluate", refuse)
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("missing_run", "run directory"),
+        ("no_best", "best.json does not exist"),
+        ("bad_pointer", "not a checkpoint pointer"),
+        ("no_run_json", "run.json"),
+        ("bad_weights", "policy.npz"),
+        ("dest_not_an_agent", "is not a shipped agent"),
+        ("dest_is_a_file", "is not a folder"),
+        ("dest_in_run", "overlap the run directory"),
+        ("one_deal", "deals must be an int >= 2"),
+    ],
+)
+def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
+    case, message, run_dir, tmp_path, capsys, monkeypatch
+):
+    no_evaluations(monkeypatch)
+    dest = tmp_path / "shipped"
+    argv = [str(run_dir), str(dest), "--deals", "2"]
+    if case == "missing_run":
+        argv[0] = str(tmp_path / "runs" / "nope")
+    elif case == "no_best":
+        argv += ["--which", "best"]
+    elif case == "bad_pointer":
+        (run_dir / "checkpoints" / "latest.json").write_text("step_4")
+    elif case == "no_run_json":
+        (run_dir / "run.json").unlink()
+    elif case == "bad_weights":
+        (run_dir / "checkpoints" / "step_4" / "policy.npz").write_bytes(b"not an npz")
+    elif case == "dest_not_an_agent":
+        dest.mkdir()
+        (dest / "notes.txt").write_text("mine")
+    elif case == "dest_is_a_file":
+        dest.write_text("mine")
+    elif case == "dest_in_run":
+        argv[1] = str(run_dir / "shipped")
+    elif case == "one_deal":
+        argv[argv.index("--deals") + 1] = "1"
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    with pytest.raises(SystemExit) as exited:
+        ship.main(argv)
+    assert message in user_error(capsys, exited)
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # nothing made or removed
+
+
+def test_i12_15_ship_replaces_an_earlier_agent_only_when_complete(run_dir, tmp_path, monkeypatch):
+    dest = tmp_path / "shipped"
+    shutil.copytree(SHIPPED, dest)
+    (dest / "stale.txt").write_text("from the earlier ship")
+    calls = []
+    real = ship.evaluate
+
+    def fails_at_the_fourth(*args, **kwargs):
+        calls.append(args[0])
+        if len(calls) == 4:
+            raise KeyboardInterrupt  # interrupted half-way
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ship, "evaluate", fails_at_the_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        ship.main([str(run_dir), str(dest), "--deals", "2"])
+    assert (dest / "stale.txt").exists()  # the earlier agent is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs", "shipped"]  # no temp folder left
+
+    monkeypatch.setattr(ship, "evaluate", real)
+    card = ship.main([str(run_dir), str(dest), "--deals", "2"])
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "card.json", "card.md", "learning_curve.png", "policy.npz"]
+    assert json.loads((dest / "card.json").read_text()) == card
+    assert [r["opponents"] for r in card["evaluation"]["results"]] == ["3× random", "3× greedy",
+                                                                       "3× heuristic"] * 2
+    assert card["training"]["checkpoint"] == "latest (step_4)"
+    assert f"ppo:{dest}" in (dest / "card.md").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs", "shipped"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--players", "9"], "num_players must be 2..8"),
+        (["--rounds", "11"], "num_rounds must be"),
+        (["--seed", "-1"], "--seed must be >= 0"),
+    ],
+)
+def test_i12_15_demo_user_errors_print_one_error_line_and_exit_2(args, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        demo.main(args)
+    assert message in user_error(capsys, exited)
+    assert capsys.readouterr().out == ""
+
+
+def test_demo_plays_a_game(capsys):
+    assert demo.main(["--players", "3", "--rounds", "2", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "round 1: points" in out and "round 2: points" in out
