@@ -24,12 +24,14 @@ Two conventions shared by everything that drives policies (the single-agent adap
 Specs (used by every CLI): ``random``, ``greedy``, ``heuristic``, ``ismcts:<iterations>``,
 ``ppo:<checkpoint path>``, and ``some.module:factory`` for user code. A factory is called as
 ``factory(config=ChickenFootConfig, seed=int | None)`` and returns a policy. `load_policy` is the
-one public function that turns a spec into a policy.
+one public function that turns a spec into a policy; `validate_policy_spec` builds one through it
+to check a spec up front (e.g. before a training run starts).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
@@ -70,6 +72,48 @@ def policy_names() -> list[str]:
 
 def load_policy(spec: str, config: ChickenFootConfig, seed: int | None = None) -> Policy:
     """Build the policy a spec names. Raises ValueError naming the spec and the valid forms."""
+    kind, name, arg = _parse_spec(spec)
+    if kind == "ppo":
+        from training.checkpoints import load_ppo_policy  # torch lives in `training` only
+
+        return load_ppo_policy(arg, config=config, seed=seed)
+    if kind == "registered":
+        factory = _FACTORIES[name]
+        return factory(config=config, seed=seed, arg=arg) if arg else factory(config=config, seed=seed)
+    try:
+        module = importlib.import_module(name)
+    except ImportError as err:
+        raise ValueError(f"policy spec {spec!r}: cannot import module {name!r} ({err})") from err
+    factory = getattr(module, arg, None)
+    if not callable(factory):
+        raise ValueError(f"policy spec {spec!r}: module {name!r} has no callable {arg!r}")
+    policy = factory(config=config, seed=seed)
+    if not callable(getattr(policy, "act", None)):
+        raise ValueError(f"policy spec {spec!r}: the factory returned no object with act()")
+    return policy
+
+
+def validate_policy_spec(spec: str, config: ChickenFootConfig) -> None:
+    """Check, before a long job starts, that `spec` builds a policy for `config`.
+
+    The spec is parsed and built exactly as `load_policy` does (so a checkpoint is read and
+    checked against `config`, a module imported and its factory called) and then discarded.
+    Every problem is raised as a `ValueError` that names the spec: a form error, a missing or
+    incompatible checkpoint (`FileNotFoundError` and `CheckpointError` included), a module that
+    cannot be imported. Anything else (a bug in a policy) propagates unchanged.
+    """
+    try:
+        load_policy(spec, config, seed=0)
+    except (ValueError, OSError) as err:
+        message = str(err)
+        if not message.startswith(("policy spec", "a policy spec", "unknown policy spec")):
+            message = f"policy spec {spec!r}: {message}"
+        raise ValueError(message) from err
+
+
+def _parse_spec(spec: str) -> tuple[str, str, str]:
+    """Split a spec into (kind, name, arg), kind being "ppo", "registered" or "module"; check
+    its form (not whether what it names exists)."""
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"a policy spec is a non-empty string; got {spec!r}")
     _ensure_builtins()
@@ -77,24 +121,15 @@ def load_policy(spec: str, config: ChickenFootConfig, seed: int | None = None) -
     if name == "ppo":
         if not arg:
             raise ValueError("policy spec 'ppo:' needs a checkpoint path, e.g. ppo:checkpoints/x")
-        from training.checkpoints import load_ppo_policy  # torch lives in `training` only
-
-        return load_ppo_policy(arg, config=config, seed=seed)
+        return "ppo", name, arg
     if name in _FACTORIES:
-        factory = _FACTORIES[name]
-        return factory(config=config, seed=seed, arg=arg) if arg else factory(config=config, seed=seed)
+        if arg and "arg" not in inspect.signature(_FACTORIES[name]).parameters:
+            # Without this check the factory fails with a TypeError about a keyword.
+            raise ValueError(f"policy spec {spec!r}: {name!r} takes no ':<argument>'; "
+                             f"write {name!r}")
+        return "registered", name, arg
     if arg:
-        try:
-            module = importlib.import_module(name)
-        except ImportError as err:
-            raise ValueError(f"policy spec {spec!r}: cannot import module {name!r} ({err})") from err
-        factory = getattr(module, arg, None)
-        if not callable(factory):
-            raise ValueError(f"policy spec {spec!r}: module {name!r} has no callable {arg!r}")
-        policy = factory(config=config, seed=seed)
-        if not callable(getattr(policy, "act", None)):
-            raise ValueError(f"policy spec {spec!r}: the factory returned no object with act()")
-        return policy
+        return "module", name, arg
     raise ValueError(f"unknown policy spec {spec!r}; valid: {', '.join(policy_names())}")
 
 

@@ -2,13 +2,16 @@
 
 A run is configured by `configs/<name>.yaml` (any subset of the fields below, nested by section)
 plus command-line overrides `--set section.field=value` (values parsed as YAML, so `1e-4`,
-`true`, `[256, 256]` and `{greedy: 1.0}` work). `load_config` validates every key and type and
-raises `ValueError` naming the bad key and the valid ones.
+`true`, `[256, 256]` and `{greedy: 1.0}` work). `load_config` validates every key, type and
+range and raises `ValueError` naming the bad key and what would be valid; `validate_policies`
+builds every policy spec the config names (the slower check, done once before a run starts).
+`resume_changes` says which fields a resumed run may change (`RESUME_FIXED` lists the others).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -167,6 +170,9 @@ def _build(cls, data: dict, where: str):
         if name in data:
             sub = f"{where}.{name}" if where else name
             if dataclasses.is_dataclass(kind):
+                if not isinstance(data[name], (dict, type(None))):
+                    raise ValueError(f"{sub} is a section: a mapping of {sorted(_field_types(kind))}"
+                                     f"; got {data[name]!r}")
                 merged = {**dataclasses.asdict(getattr(base, name)), **(data[name] or {})}
                 kwargs[name] = _coerce(merged, kind, sub)
             else:
@@ -174,26 +180,46 @@ def _build(cls, data: dict, where: str):
     return cls(**kwargs)
 
 
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """A YAML parse error in one line: the problem and where (PyYAML's own text spans lines)."""
+    problem = getattr(err, "problem", None)
+    mark = getattr(err, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(err).split())
+
+
 def apply_override(data: dict, assignment: str) -> None:
     """Apply one `section.field=value` (value parsed as YAML) to a nested dict, in place."""
     key, sep, raw = assignment.partition("=")
-    if not sep or not key:
-        raise ValueError(f"--set takes section.field=value; got {assignment!r}")
     parts = key.strip().split(".")
+    if not sep or not all(parts):
+        raise ValueError(f"--set takes section.field=value; got {assignment!r}")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as err:
+        raise ValueError(f"--set {key.strip()}: {raw!r} is not a YAML value "
+                         f"({yaml_problem(err)})") from None
     node = data
     for part in parts[:-1]:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
             raise ValueError(f"--set {key}: {part!r} is not a section")
-    node[parts[-1]] = yaml.safe_load(raw)
+    node[parts[-1]] = value
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> TrainConfig:
     """The config from a YAML file (or the defaults) with `--set` overrides applied."""
     data: dict = {}
     if path is not None:
-        text = Path(path).read_text()
-        data = yaml.safe_load(text) or {}
+        if not Path(path).is_file():
+            nearby = sorted(str(p) for p in Path(path).parent.glob("*.yaml"))
+            raise FileNotFoundError(f"config file {str(path)!r} not found"
+                                    + (f"; next to it: {', '.join(nearby)}" if nearby else ""))
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ValueError(f"{path}: not valid YAML ({yaml_problem(err)})") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path}: a config file holds a mapping of sections")
     for assignment in overrides:
@@ -209,8 +235,24 @@ def config_from_dict(data: dict) -> TrainConfig:
     return config
 
 
+SEED_MAX = 2**31 - 1
+"""Largest `seed`: a resumed run seeds with seed + steps, and numpy takes seeds below 2**32."""
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _require(name: str, value, ok: bool, valid: str) -> None:
+    if not ok:
+        raise ValueError(f"{name} must be {valid}; got {value!r}")
+
+
 def validate(config: TrainConfig) -> None:
-    """Cross-field checks that the dataclasses' types cannot express."""
+    """Cross-field and range checks that the dataclasses' types cannot express.
+
+    Cheap (no file is read): it runs wherever a config is built, env processes included.
+    """
     rules = config.rules()  # raises ValueError naming a bad rules field
     positive = {
         "total_steps": config.total_steps,
@@ -221,31 +263,126 @@ def validate(config: TrainConfig) -> None:
         "ppo.batch_size": config.ppo.batch_size,
         "ppo.n_epochs": config.ppo.n_epochs,
         "opponents.snapshot_every": config.opponents.snapshot_every,
+        "opponents.max_snapshots": config.opponents.max_snapshots,
         "eval.deals": config.eval.deals,
+        "eval.workers": config.eval.workers,
     }
     for name, value in positive.items():
         if value < 1:
             raise ValueError(f"{name} must be >= 1; got {value}")
+    _require("seed", config.seed, 0 <= config.seed <= SEED_MAX, f"an int in 0..{SEED_MAX}")
+    p = config.ppo
+    # NaN fails every comparison, so each check is written as "ok when ...".
+    _require("ppo.learning_rate", p.learning_rate, _number(p.learning_rate) and p.learning_rate > 0,
+             "a finite number > 0 (e.g. 3e-4)")
+    _require("ppo.gamma", p.gamma, _number(p.gamma) and 0 < p.gamma <= 1, "in (0, 1]")
+    _require("ppo.gae_lambda", p.gae_lambda, _number(p.gae_lambda) and 0 <= p.gae_lambda <= 1,
+             "in [0, 1]")
+    _require("ppo.clip_range", p.clip_range, _number(p.clip_range) and 0 < p.clip_range <= 1,
+             "in (0, 1] (e.g. 0.2)")
+    _require("ppo.ent_coef", p.ent_coef, _number(p.ent_coef) and p.ent_coef >= 0, "a number >= 0")
+    _require("ppo.vf_coef", p.vf_coef, _number(p.vf_coef) and p.vf_coef >= 0, "a number >= 0")
+    _require("ppo.max_grad_norm", p.max_grad_norm, _number(p.max_grad_norm) and p.max_grad_norm > 0,
+             "a number > 0")
+    _require("ppo.target_kl", p.target_kl,
+             p.target_kl is None or (_number(p.target_kl) and p.target_kl > 0), "null or > 0")
+    # SB3 asserts both (advantages are normalised per minibatch).
+    _require("ppo.batch_size", p.batch_size, p.batch_size >= 2, ">= 2")
+    _require("ppo.n_steps * num_envs", p.n_steps * config.num_envs,
+             p.n_steps * config.num_envs >= 2, ">= 2")
     if config.vec_env not in ("dummy", "subproc"):
         raise ValueError(f"vec_env must be 'dummy' or 'subproc'; got {config.vec_env!r}")
     if config.env.episode not in ("round", "game"):
         raise ValueError(f"env.episode must be 'round' or 'game'; got {config.env.episode!r}")
-    if config.ppo.activation not in ("tanh", "relu"):
-        raise ValueError(f"ppo.activation must be 'tanh' or 'relu'; got {config.ppo.activation!r}")
-    if not config.ppo.net_arch or not all(isinstance(h, int) and h > 0 for h in config.ppo.net_arch):
-        raise ValueError(f"ppo.net_arch must list positive layer sizes; got {config.ppo.net_arch!r}")
-    bots = config.opponents.bots
-    if any(not isinstance(w, (int, float)) or w < 0 for w in bots.values()):
-        raise ValueError(f"opponents.bots weights must be >= 0; got {bots!r}")
-    if sum(bots.values()) + config.opponents.snapshot_weight <= 0:
-        raise ValueError("opponents: the bot weights and snapshot_weight sum to 0")
-    if config.eval.every_steps < 0:
-        raise ValueError(f"eval.every_steps must be >= 0; got {config.eval.every_steps}")
-    if config.eval.every_steps and config.eval.best_metric not in config.eval.opponents:
+    if p.activation not in ("tanh", "relu"):
+        raise ValueError(f"ppo.activation must be 'tanh' or 'relu'; got {p.activation!r}")
+    if not p.net_arch or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0
+                                 for h in p.net_arch):
+        raise ValueError(f"ppo.net_arch must list positive layer sizes; got {p.net_arch!r}")
+    o = config.opponents
+    if not all(isinstance(k, str) and k for k in o.bots):
+        raise ValueError(f"opponents.bots keys must be policy specs (strings); got {o.bots!r}")
+    if any(not _number(w) or w < 0 for w in o.bots.values()):
+        raise ValueError(f"opponents.bots weights must be numbers >= 0; got {o.bots!r}")
+    _require("opponents.snapshot_weight", o.snapshot_weight,
+             _number(o.snapshot_weight) and o.snapshot_weight >= 0, "a number >= 0")
+    if not any(w > 0 for w in o.bots.values()):
+        # The pool is built before the first snapshot exists (training.opponents).
+        raise ValueError(f"opponents.bots needs a spec with a weight > 0; got {o.bots!r}")
+    e = config.eval
+    if e.every_steps < 0:
+        raise ValueError(f"eval.every_steps must be >= 0; got {e.every_steps}")
+    if not all(isinstance(spec, str) and spec for spec in e.opponents):
+        raise ValueError(f"eval.opponents must list policy specs (strings); got {e.opponents!r}")
+    if e.every_steps and not e.opponents:
+        raise ValueError("eval.opponents is empty; list specs to evaluate against, or set "
+                         "eval.every_steps=0 to turn evaluation off")
+    if e.every_steps and e.best_metric not in e.opponents:
         raise ValueError(
-            f"eval.best_metric {config.eval.best_metric!r} must be one of eval.opponents "
-            f"{config.eval.opponents!r}"
+            f"eval.best_metric {e.best_metric!r} must be one of eval.opponents {e.opponents!r}"
         )
     if config.run_name is not None and ("/" in config.run_name or config.run_name in ("", ".", "..")):
         raise ValueError(f"run_name must be a plain folder name; got {config.run_name!r}")
     del rules
+
+
+def validate_policies(config: TrainConfig) -> None:
+    """Build every policy spec the run will use (opponent bots, evaluation opponents) once.
+
+    A typo, a missing checkpoint or one trained for another game raises `ValueError` naming the
+    config field and the spec, before the run directory exists, instead of mid-run.
+    """
+    from cf_env.policies import validate_policy_spec
+
+    rules = config.rules()
+    named = [("opponents.bots", spec) for spec in config.opponents.bots]
+    if config.eval.every_steps:
+        named += [("eval.opponents", spec) for spec in config.eval.opponents]
+    for where, spec in named:
+        try:
+            validate_policy_spec(spec, rules)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from err
+
+
+# Fields a resumed run cannot change, and why. Everything else is applied to the loaded model or
+# read afresh when the session starts (the opponent pool, evaluation, checkpoints, steps).
+RESUME_FIXED = {
+    "seed": "the run's random streams derive from it",
+    "num_envs": "the saved model's rollout buffer and the env seeds depend on it",
+    "ppo.n_steps": "the saved model's rollout buffer has this shape",
+    "ppo.net_arch": "the saved network has this shape",
+    "ppo.activation": "the saved network uses it",
+    "env": "the model was trained on this game (start a new run for another)",
+    "run_name": "it names the run directory being resumed",
+    "runs_dir": "it names the run directory being resumed",
+}
+
+
+def _flatten(data: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and key in ("env", "opponents", "ppo", "eval"):
+            out.update(_flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def resume_changes(saved: TrainConfig, new: TrainConfig) -> dict[str, tuple]:
+    """The fields `new` changes from `saved` ({dotted name: (old, new)}).
+
+    Raises `ValueError` naming each changed field a resumed run cannot change (`RESUME_FIXED`).
+    """
+    before, after = _flatten(saved.to_dict()), _flatten(new.to_dict())
+    changes = {k: (before[k], after[k]) for k in after if before[k] != after[k]}
+    fixed = [k for k in changes if k in RESUME_FIXED or k.split(".")[0] in RESUME_FIXED]
+    if fixed:
+        reasons = "; ".join(
+            f"{k} ({changes[k][0]!r} -> {changes[k][1]!r}): "
+            f"{RESUME_FIXED.get(k) or RESUME_FIXED[k.split('.')[0]]}" for k in fixed
+        )
+        raise ValueError(f"cannot change on --resume: {reasons}. Start a new run to change "
+                         f"{'it' if len(fixed) == 1 else 'them'}.")
+    return changes

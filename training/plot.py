@@ -18,16 +18,20 @@ import numpy as np
 
 
 def load_evals(run_dir: Path) -> dict[str, list[dict]]:
-    by_opponent: dict[str, list[dict]] = defaultdict(list)
-    path = run_dir / "evals.jsonl"
+    """The run's evaluations from evals.jsonl: {opponent: entries by ascending step}.
+
+    One entry per (opponent, step): a step evaluated twice (a session that re-evaluated the
+    checkpoint it resumed from) keeps its latest line, so the curve has no duplicate points.
+    """
+    by_step: dict[str, dict[int, dict]] = defaultdict(dict)
+    path = Path(run_dir) / "evals.jsonl"
     if path.is_file():
         for line in path.read_text().splitlines():
             if line.strip():
                 entry = json.loads(line)
-                by_opponent[entry["opponent"]].append(entry)
-    for entries in by_opponent.values():
-        entries.sort(key=lambda e: e["steps"])
-    return dict(by_opponent)
+                by_step[entry["opponent"]][entry["steps"]] = entry
+    return {opponent: [entries[step] for step in sorted(entries)]
+            for opponent, entries in by_step.items()}
 
 
 def load_training_win_rate(run_dir: Path) -> list[tuple[int, float]]:

@@ -20,14 +20,25 @@ Ctrl-C writes a checkpoint before exiting; `--resume` continues the step count, 
 the opponent pool (the envs are re-seeded from `seed` and the step count, so no deal repeats).
 `--resume` unpickles the run's own `model.zip` (SB3 format); resume only run folders you created
 (README, "Security: loading checkpoints").
+
+Every check on the user's input (the config and its `--set` overrides, each policy spec, on
+`--resume` the run's config, checkpoint and which fields may change: `config.RESUME_FIXED`) runs
+before anything is written, in `prepare`. A failed check prints one `error:` line and exits 2;
+a new run that fails before its first checkpoint removes its folder, so a rerun is not blocked.
+Hyperparameters changed on `--resume` are passed to the loaded model (`ppo_hyperparameters`), so
+what config.yaml and the cards say is what trains. The session reports the run's step count
+(a progress bar over the run's total, not the session's), each evaluation and a summary.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import functools
 import json
 import platform
+import shutil
 import sys
 import time
 import traceback
@@ -41,8 +52,17 @@ from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.single_agent import ChickenFootSingleAgentEnv
 
 from . import checkpoints as ckpt
-from .config import TrainConfig, config_from_dict, load_config
+from .config import (
+    TrainConfig,
+    apply_override,
+    config_from_dict,
+    load_config,
+    resume_changes,
+    validate_policies,
+    yaml_problem,
+)
 from .opponents import OpponentPool
+from .plot import load_evals
 from .provenance import create_run_dir, git_revision, package_versions
 
 PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "stable-baselines3", "sb3-contrib")
@@ -104,18 +124,51 @@ def write_run_info(run_dir: Path, config: TrainConfig, argv: list[str]) -> None:
     info_path.write_text(json.dumps(info, indent=2) + "\n")
 
 
+# ------------------------------------------------------------------------------- console
+class Console:
+    """What the session prints on stderr: messages, and one progress bar over the run's steps."""
+
+    def __init__(self) -> None:
+        self.bar = None
+
+    def start_bar(self, steps: int, total: int, name: str) -> None:
+        from tqdm import tqdm
+
+        # The bar counts the run's steps (a resumed run starts part-way), not the session's.
+        self.bar = tqdm(total=total, initial=steps, unit="step", desc=name, file=sys.stderr,
+                        dynamic_ncols=True)
+
+    def update(self, steps: int) -> None:
+        if self.bar is not None and steps > self.bar.n:
+            self.bar.update(min(steps, self.bar.total) - self.bar.n)
+
+    def close_bar(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def say(self, message: str) -> None:
+        if self.bar is not None:
+            self.bar.write(message, file=sys.stderr)
+        else:
+            print(message, file=sys.stderr)
+
+
 # ------------------------------------------------------------------------------- callbacks
-def _callbacks(config: TrainConfig, run_dir: Path, rules: ChickenFootConfig, started: float):
+def _callbacks(config: TrainConfig, run_dir: Path, rules: ChickenFootConfig, started: float,
+               console: Console):
     from stable_baselines3.common.callbacks import BaseCallback
 
     class RunCallback(BaseCallback):
-        """Checkpoints, snapshots for the opponent pool, evaluations and the training win rate."""
+        """Checkpoints, snapshots for the opponent pool, evaluations, the training win rate and
+        the progress bar."""
 
         def __init__(self):
             super().__init__()
             self.wins: list[float] = []
             self.best = _best_so_far(run_dir)
             self.last_eval = -1
+            self.failed_evals = 0
             self.next_ckpt = self.next_snap = self.next_eval = 0
 
         def _on_training_start(self) -> None:
@@ -124,12 +177,18 @@ def _callbacks(config: TrainConfig, run_dir: Path, rules: ChickenFootConfig, sta
             self.next_ckpt = steps + config.checkpoint_every
             self.next_snap = (steps // o.snapshot_every + 1) * o.snapshot_every
             self.next_eval = (steps // e.every_steps + 1) * e.every_steps if e.every_steps else None
+            if config.progress_bar:
+                console.start_bar(steps, config.total_steps, run_dir.name)
+
+        def _on_training_end(self) -> None:
+            console.close_bar()
 
         def _on_step(self) -> bool:
             for done, info in zip(self.locals["dones"], self.locals["infos"]):
                 if done and "win" in info:
                     self.wins.append(info["win"])
             steps = self.num_timesteps
+            console.update(steps)
             if steps >= self.next_snap:
                 self.next_snap += config.opponents.snapshot_every
                 self._snapshot()
@@ -160,8 +219,9 @@ def _callbacks(config: TrainConfig, run_dir: Path, rules: ChickenFootConfig, sta
         def _evaluate(self) -> None:
             target = save(self.model, run_dir, rules, config, started)
             self.last_eval = self.num_timesteps
-            metrics = evaluate_checkpoint(target, rules, config, self.num_timesteps)
+            metrics = evaluate_checkpoint(target, rules, config, self.num_timesteps, console)
             if metrics is None:
+                self.failed_evals += 1
                 return
             for name, value in metrics.items():
                 self.logger.record(f"eval/{name}", value)
@@ -208,11 +268,14 @@ def save(model, run_dir: Path, rules: ChickenFootConfig, config: TrainConfig, st
 
 
 def evaluate_checkpoint(path: Path, rules: ChickenFootConfig, config: TrainConfig,
-                        steps: int) -> dict | None:
+                        steps: int, console: Console | None = None) -> dict | None:
     """Evaluate checkpoint `path` against each `eval.opponents` spec; log a line to evals.jsonl.
 
-    An evaluation failure is reported on stderr and skipped: it must not end a long run.
+    An evaluation failure is reported on stderr and skipped: it must not end a long run (the
+    session's summary counts failures, and the command then exits 1). The specs were built once
+    before the run started (`config.validate_policies`), so a typo cannot fail every evaluation.
     """
+    console = console or Console()
     try:
         from .evaluate import evaluate
 
@@ -230,60 +293,98 @@ def evaluate_checkpoint(path: Path, rules: ChickenFootConfig, config: TrainConfi
                           "round_score": score, "deals": config.eval.deals,
                           "single_round": config.eval.single_round})
     except Exception:  # noqa: BLE001 — reported, then training goes on
-        print(f"[training.ppo] evaluation at step {steps} failed:\n{traceback.format_exc()}",
-              file=sys.stderr)
+        console.say(f"[training.ppo] evaluation at step {steps} failed:\n{traceback.format_exc()}")
         return None
     with open(path.parent.parent / "evals.jsonl", "a") as handle:
         for line in lines:
             handle.write(json.dumps(line) + "\n")
+    console.say(f"step {steps:,}: {_describe_evals(lines)}")
     return metrics
 
 
+def _describe_evals(lines: list[dict]) -> str:
+    """One evaluation (its evals.jsonl lines) in words: win rates with their 95% intervals."""
+    unit = "single-round" if lines[0]["single_round"] else "game"
+    rates = ", ".join(
+        f"{e['win_rate']['mean']:.1%} [{e['win_rate']['ci_low']:.1%}, {e['win_rate']['ci_high']:.1%}]"
+        f" vs {e['opponent']}" for e in lines
+    )
+    return f"win rate {rates} ({lines[0]['deals']} duplicate {unit} deals)"
+
+
+def ppo_hyperparameters(p) -> dict:
+    """The `MaskablePPO` arguments taken from `ppo.*` that a loaded model accepts too.
+
+    Passed to the constructor for a new run and to `MaskablePPO.load` on `--resume`: SB3's load
+    sets them on the model before `_setup_model`, which rebuilds the learning-rate and clip-range
+    schedules and the rollout buffer (gamma, gae_lambda) from them. Without this a resumed model
+    trains with the values it was saved with, whatever config.yaml says. (`n_steps`, `net_arch`
+    and `activation` fix the saved model's shapes: `config.RESUME_FIXED`.)
+    """
+    return {
+        "learning_rate": p.learning_rate,
+        "batch_size": p.batch_size,
+        "n_epochs": p.n_epochs,
+        "gamma": p.gamma,
+        "gae_lambda": p.gae_lambda,
+        "clip_range": p.clip_range,
+        "ent_coef": p.ent_coef,
+        "vf_coef": p.vf_coef,
+        "max_grad_norm": p.max_grad_norm,
+        "target_kl": p.target_kl,
+    }
+
+
 # ------------------------------------------------------------------------------- training
-def train(config: TrainConfig, run_dir: Path, *, resume: bool = False, argv: list[str] = ()) -> Path:
-    """Train (or continue) the run in `run_dir`; returns the final checkpoint directory."""
+@dataclasses.dataclass
+class TrainResult:
+    checkpoint: Path
+    """The final checkpoint directory."""
+    steps: int
+    """The run's step count at the end of the session."""
+    failed_evals: int
+    """Evaluations of this session that raised (reported on stderr)."""
+
+
+def train(config: TrainConfig, run_dir: Path, *, resume: bool = False, argv: list[str] = (),
+          console: Console | None = None) -> TrainResult:
+    """Train (or continue) the run in `run_dir` up to `config.total_steps`, then print a summary."""
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.utils import set_random_seed
 
-    started = time.time()
+    console = console or Console()
+    started = session_started = time.time()
     rules = config.rules()
     write_run_info(run_dir, config, list(argv))
 
     # ---- seeding: everything random in the run derives from config.seed (and, on resume, the
     # step count, so that a resumed run does not replay the deals it has already seen).
     torch.set_num_threads(config.torch_threads)
-    latest = None
+    latest = card = None
     if resume:
         latest = ckpt.resolve_checkpoint(run_dir)
         card = ckpt.read_card(latest)
-        ckpt.check_compatible(card, rules, strict=True)
-    seed = config.seed + (card["steps"] if resume else 0)
+    first_step = card["steps"] if resume else 0
+    seed = config.seed + first_step
     set_random_seed(seed)
     # ----
 
     venv = make_vec_env(config, _snapshot_paths(run_dir, config), seed)
     p = config.ppo
     if resume:
+        # `seed` too: SB3's load re-seeds torch with the seed saved in the model otherwise.
         model = MaskablePPO.load(latest / "model.zip", env=venv, device="cpu",
-                                 tensorboard_log=str(run_dir / "tb"))
+                                 tensorboard_log=str(run_dir / "tb"), seed=seed,
+                                 **ppo_hyperparameters(p))
         started -= card.get("wall_time_s", 0.0)
     else:
         activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
         model = MaskablePPO(
             "MlpPolicy",
             venv,
-            learning_rate=p.learning_rate,
+            **ppo_hyperparameters(p),
             n_steps=p.n_steps,
-            batch_size=p.batch_size,
-            n_epochs=p.n_epochs,
-            gamma=p.gamma,
-            gae_lambda=p.gae_lambda,
-            clip_range=p.clip_range,
-            ent_coef=p.ent_coef,
-            vf_coef=p.vf_coef,
-            max_grad_norm=p.max_grad_norm,
-            target_kl=p.target_kl,
             policy_kwargs={"net_arch": {"pi": list(p.net_arch), "vf": list(p.net_arch)},
                            "activation_fn": activation},
             tensorboard_log=str(run_dir / "tb"),
@@ -292,21 +393,23 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False, argv: lis
             verbose=0,
         )
     remaining = config.total_steps - model.num_timesteps
-    callback = _callbacks(config, run_dir, rules, started)
+    callback = _callbacks(config, run_dir, rules, started, console)
     try:
         if remaining > 0:
-            model.learn(remaining, callback=callback, progress_bar=config.progress_bar,
-                        tb_log_name="ppo", reset_num_timesteps=not resume)
+            model.learn(remaining, callback=callback, tb_log_name="ppo",
+                        reset_num_timesteps=not resume)
     except KeyboardInterrupt:
-        print(f"\ninterrupted at step {model.num_timesteps}; writing a checkpoint", file=sys.stderr)
+        console.close_bar()
+        console.say(f"\ninterrupted at step {model.num_timesteps}; writing a checkpoint")
         final = save(model, run_dir, rules, config, started)
-        print(f"saved {final}; continue with: python -m training.ppo --resume {run_dir}",
-              file=sys.stderr)
+        console.say(f"saved {final}; continue with: python -m training.ppo --resume {run_dir}")
         venv.close()
         raise
     final = save(model, run_dir, rules, config, started)
+    failed = getattr(callback, "failed_evals", 0)
     if config.eval.every_steps and getattr(callback, "last_eval", -1) != model.num_timesteps:
-        metrics = evaluate_checkpoint(final, rules, config, model.num_timesteps)
+        metrics = evaluate_checkpoint(final, rules, config, model.num_timesteps, console)
+        failed += metrics is None
         if metrics:
             best = metrics.get(f"win_rate_vs_{config.eval.best_metric}", -1.0)
             if best > _best_so_far(run_dir):
@@ -314,9 +417,51 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False, argv: lis
                                    steps=model.num_timesteps, value=best,
                                    metric=f"win_rate_vs_{config.eval.best_metric}")
     venv.close()
-    return final
+    result = TrainResult(final, int(model.num_timesteps), failed)
+    console.say(summary(run_dir, config, result, first_step,
+                        session_s=time.time() - session_started, total_s=time.time() - started))
+    return result
 
 
+def summary(run_dir: Path, config: TrainConfig, result: TrainResult, first_step: int,
+            session_s: float, total_s: float) -> str:
+    """The end-of-session report: steps, time, the last evaluation, where the checkpoint is."""
+    lines = [
+        f"run {run_dir} done: step {result.steps:,} of {config.total_steps:,} "
+        f"({result.steps - first_step:,} steps this session in {_duration(session_s)}; "
+        f"{_duration(total_s)} of training in all)"
+    ]
+    evals = load_evals(run_dir)
+    last = max((e[-1]["steps"] for e in evals.values()), default=None)
+    if last is None:
+        lines.append("last evaluation: none (eval.every_steps is 0)")
+    else:
+        latest = [e[-1] for e in evals.values() if e[-1]["steps"] == last]
+        lines.append(f"last evaluation, step {last:,}: {_describe_evals(latest)}")
+    if result.failed_evals:
+        lines.append(f"{result.failed_evals} evaluation(s) FAILED this session (errors above); "
+                     "the command exits 1")
+    best = run_dir / "checkpoints" / "best.json"
+    best_note = ""
+    if best.is_file():
+        pointer = json.loads(best.read_text())
+        best_note = f"; best: {pointer.get('path')} ({pointer.get('metric')} {pointer.get('value')})"
+    lines.append(f"checkpoint: {result.checkpoint}{best_note}")
+    lines.append(f"play it as ppo:{run_dir}; train on with python -m training.ppo --resume "
+                 f"{run_dir} --set total_steps=<more>")
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+# ------------------------------------------------------------------------------- command line
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m training.ppo", description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="configs/default.yaml", help="YAML config file")
@@ -326,30 +471,104 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@dataclasses.dataclass
+class Start:
+    """What a session will do, decided and checked before anything is written."""
+
+    config: TrainConfig
+    config_name: str
+    run_dir: Path | None = None
+    """None for a new run until every check has passed and its folder is created."""
+    checkpoint: Path | None = None
+    """On --resume: the checkpoint the run continues from."""
+    steps: int = 0
+    """The run's step count when the session starts."""
+    changes: dict = dataclasses.field(default_factory=dict)
+    """On --resume: {field: (saved, new)} for each field `--set` changes."""
+
+
+def prepare(args: argparse.Namespace) -> Start:
+    """Check everything the user gave (config, overrides, specs, the resumed run); write nothing.
+
+    Raises `ValueError` or `OSError` (`FileNotFoundError` included) with a message naming the
+    problem and what would be valid.
+    """
+    if args.resume:
+        return _prepare_resume(Path(args.resume), args.set)
+    config = load_config(args.config, args.set)
+    validate_policies(config)
+    return Start(config, Path(args.config).stem)
+
+
+def _prepare_resume(run_dir: Path, overrides: list[str]) -> Start:
+    saved_file = run_dir / "config.yaml"
+    if not saved_file.is_file():
+        raise FileNotFoundError(f"--resume {run_dir}: no config.yaml there; expected a run "
+                                "directory written by python -m training.ppo (runs/<name>)")
+    try:
+        data = yaml.safe_load(saved_file.read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(f"{saved_file}: not valid YAML ({yaml_problem(err)})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{saved_file}: expected a mapping of config sections")
+    saved = config_from_dict(copy.deepcopy(data))
+    for assignment in overrides:
+        apply_override(data, assignment)
+    config = config_from_dict(data)
+    changes = resume_changes(saved, config)  # refuses seed, num_envs, shapes, env.*, ...
+    latest = ckpt.resolve_checkpoint(run_dir)
+    card = ckpt.read_card(latest)
+    ckpt.check_compatible(card, config.rules(), strict=True)
+    if not (latest / "model.zip").is_file():
+        raise FileNotFoundError(f"--resume {run_dir}: checkpoint {latest} has no model.zip (the "
+                                "optimiser state); a weights-only checkpoint cannot be resumed")
+    validate_policies(config)
+    return Start(config, run_dir.name, run_dir, latest, int(card["steps"]), changes)
+
+
 def main(argv: list[str] | None = None) -> Path:
+    """Run the command; returns the final checkpoint directory.
+
+    Exits 2 (SystemExit) with one `error:` line for a problem in the user's input, 1 when an
+    evaluation failed during the session. Any other exception is a bug and propagates.
+    """
     args = parse_args(argv)
     argv = list(sys.argv[1:] if argv is None else argv)
-    if args.resume:
-        run_dir = Path(args.resume)
-        saved = yaml.safe_load((run_dir / "config.yaml").read_text())
-        config = _resume_config(saved, args.set)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-        return train(config, run_dir, resume=True, argv=argv)
-    config = load_config(args.config, args.set)
-    run_dir = new_run_dir(config, Path(args.config).stem)
-    print(f"run directory: {run_dir}", file=sys.stderr)
-    return train(config, run_dir, argv=argv)
-
-
-def _resume_config(saved: dict, overrides: list[str]) -> TrainConfig:
-    """The saved config with `--set` overrides; the game (env.*) cannot change mid-run."""
-    from .config import apply_override
-
-    for assignment in overrides:
-        if assignment.strip().startswith("env."):
-            raise ValueError(f"--set {assignment}: the env of a run cannot change on --resume")
-        apply_override(saved, assignment)
-    return config_from_dict(saved)
+    console = Console()
+    try:
+        start = prepare(args)
+        if start.run_dir is None:
+            start.run_dir = new_run_dir(start.config, start.config_name)
+    except (ValueError, OSError) as err:  # the user's input; anything else is a bug: traceback
+        print("error: " + " ".join(str(err).split()), file=sys.stderr)  # one line
+        raise SystemExit(2) from None
+    config, run_dir = start.config, start.run_dir
+    if start.checkpoint is not None:
+        if start.steps >= config.total_steps:
+            console.say(f"run {run_dir} is already complete: step {start.steps:,} of "
+                        f"{config.total_steps:,}; nothing to do, nothing changed. To train on: "
+                        f"python -m training.ppo --resume {run_dir} --set total_steps=<more>")
+            return start.checkpoint
+        console.say(f"resuming run {run_dir} at step {start.steps:,} of {config.total_steps:,}")
+        for name, (old, new) in start.changes.items():
+            console.say(f"  {name}: {old!r} -> {new!r}")
+        if start.changes:
+            (run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+        result = train(config, run_dir, resume=True, argv=argv, console=console)
+    else:
+        console.say(f"run directory: {run_dir}")
+        console.say(f"starting run {run_dir} at step 0 of {config.total_steps:,}")
+        try:
+            result = train(config, run_dir, argv=argv, console=console)
+        except BaseException:
+            if not (run_dir / "checkpoints" / "latest.json").is_file():
+                # Nothing to resume: remove the folder so that the same command can run again.
+                shutil.rmtree(run_dir, ignore_errors=True)
+                console.say(f"removed {run_dir}: the run stopped before its first checkpoint")
+            raise
+    if result.failed_evals:
+        raise SystemExit(1)
+    return result.checkpoint
 
 
 if __name__ == "__main__":
