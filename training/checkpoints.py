@@ -18,9 +18,22 @@ run arbitrary code. Nothing here ever loads one as a policy: a path naming a zip
 without `policy.npz` beside a `card.json` raises `PickleRefusedError`, which says to convert a zip
 *you trust* with `python -m training.export --allow-pickle`. `policy.npz` is read with
 `allow_pickle=False` (object arrays are refused) and validated (`load_weights`); `card.json` is
-plain JSON, validated by `read_card`. Any unreadable, truncated or inconsistent file raises
-`CheckpointError` naming the file and the problem. (`training.ppo --resume` does unpickle the
-run's own `model.zip`: the run directory is one your own training process wrote.)
+plain JSON, validated by `read_card`, and must carry the `policy_sha256` that `policy.npz` is
+checked against. Any unreadable, truncated or inconsistent file raises `CheckpointError` naming
+the file and the problem. (`training.ppo --resume` does unpickle the run's own `model.zip`: the
+run directory is one your own training process wrote.)
+
+Bounded reading: a checkpoint may come from someone else, so no file makes a reader allocate much
+more than a genuine checkpoint would. `card.json` and pointers are read only up to
+`MAX_CARD_BYTES` / `MAX_POINTER_BYTES`, and JSON nested too deeply to parse is a
+`CheckpointError`, not a `RecursionError`. `policy.npz` is checked from its zip directory and the
+members' `.npy` headers before any array is decompressed: at most `2 * MAX_LAYERS` members, named
+`W<i>`/`b<i>`, float dtypes, each member's size in the zip directory equal to the size its header
+declares, the declared total within `MAX_POLICY_BYTES`, and (with a card) every shape the one the
+card's layer sizes imply (`read_card` ties `observation_size` and `num_actions` to the env config
+and bounds the architecture). A pointer (`latest.json`, `best.json`) may name only a checkpoint
+directory beside it: one folder name, no `.`/`..`/absolute path, no symlink leading elsewhere, and
+never another pointer (so pointer chains and cycles cannot occur).
 
 Atomicity: a checkpoint is written into a fresh temporary directory, which is renamed into place
 (`step_<N>/`, a name that did not exist) only when complete; the run's `latest.json` / `best.json`
@@ -39,9 +52,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -54,6 +69,13 @@ CHECKPOINT_FORMAT = 1
 # Fields that change neither the rules of play nor the observation; a checkpoint ignores them.
 NEUTRAL_FIELDS = ("reward_mode", "skip_forced", "illegal_action")
 ACTIVATIONS = ("tanh", "relu")
+# Read limits (module docstring, "Bounded reading"), each far above what training writes: the
+# shipped card is ~8 KB, a pointer ~100 bytes, and the biggest env (double-18, 8 players: 2,147
+# inputs) with a 1024x1024 network needs ~15 MB of float32 weights.
+MAX_CARD_BYTES = 1 << 20
+MAX_POINTER_BYTES = 1 << 16
+MAX_LAYERS = 64  # (W, b) pairs, so policy.npz holds at most 2 * MAX_LAYERS members
+MAX_POLICY_BYTES = 1 << 28  # policy.npz on disk, and the total its arrays declare (256 MiB)
 
 
 class CheckpointError(ValueError):
@@ -82,6 +104,7 @@ CARD_KEYS = {
     "num_actions": int,
     "activation": str,
     "net_arch": list,
+    "policy_sha256": str,
 }
 
 
@@ -99,7 +122,7 @@ def resolve_checkpoint(path: str | os.PathLike) -> Path:
     """The checkpoint directory `path` names (see the module docstring for accepted forms).
 
     Raises `FileNotFoundError` when nothing is there, `PickleRefusedError` for a bare SB3 zip and
-    `CheckpointError` for an unreadable `latest.json` pointer.
+    `CheckpointError` for a bad `latest.json` pointer (`read_pointer`).
     """
     p = Path(path)
     if p.is_file() and p.name in ("model.zip", "card.json", "policy.npz"):
@@ -110,14 +133,7 @@ def resolve_checkpoint(path: str | os.PathLike) -> Path:
         return p
     for pointer in (p / "latest.json", p / "checkpoints" / "latest.json"):
         if pointer.is_file():
-            try:
-                name = json.loads(pointer.read_text())["path"]
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-                raise CheckpointError(
-                    f"{pointer}: not a checkpoint pointer (expected JSON {{\"path\": "
-                    f"\"step_<N>\"}}): {exc!r}"
-                ) from None
-            return resolve_checkpoint(pointer.parent / str(name))
+            return read_pointer(pointer)
     if (p / "model.zip").is_file():
         raise _refuse_pickle(p / "model.zip", "no card.json / policy.npz beside this SB3 zip")
     raise FileNotFoundError(
@@ -126,14 +142,74 @@ def resolve_checkpoint(path: str | os.PathLike) -> Path:
     )
 
 
+def read_pointer(pointer: str | os.PathLike) -> Path:
+    """The checkpoint directory a run's pointer file (`latest.json`, `best.json`) names.
+
+    A pointer is `{"path": "<name>", ...}` (`write_pointer`) naming a checkpoint directory beside
+    it. Raises `CheckpointError` naming the pointer for anything else: bad or oversized JSON, a
+    path that is not one folder name (`.`, `..`, absolute, with separators), a name whose real
+    path is not directly inside the pointer's folder (a symlink out of the run), or a target
+    without `card.json` (missing, or a folder holding another pointer: chains and cycles).
+    """
+    pointer = Path(pointer)
+    expected = 'expected JSON {"path": "step_<N>"} naming a checkpoint directory beside it'
+    data = read_json(pointer, MAX_POINTER_BYTES, f"not a checkpoint pointer ({expected})")
+    name = data.get("path") if isinstance(data, dict) else None
+    if not isinstance(name, str):
+        raise CheckpointError(f"{pointer}: not a checkpoint pointer ({expected}); got "
+                              f"{json.dumps(data)[:80]}")
+    if name in ("", ".", "..") or "\0" in name or Path(name).name != name:
+        raise CheckpointError(
+            f"{pointer}: path {name!r} is not a single folder name; a pointer may name only a "
+            f"checkpoint directory beside it ({expected})"
+        )
+    target = pointer.parent / name
+    real = target.resolve()
+    if real.parent != pointer.parent.resolve():
+        raise CheckpointError(
+            f"{pointer}: path {name!r} leads to {real}, outside {pointer.parent.resolve()} (a "
+            "symlink?); a pointer may name only a checkpoint directory inside its own folder"
+        )
+    if not (target / "card.json").is_file():
+        raise CheckpointError(
+            f"{pointer}: names {name!r}, but {target} is not a checkpoint directory (no card.json; "
+            "a pointer never names another pointer's folder); the pointer is stale or corrupted"
+        )
+    return target
+
+
+def read_json(file: str | os.PathLike, limit: int, what: str):
+    """The JSON value in `file`, read only up to `limit` bytes.
+
+    `CheckpointError` naming the file, prefixed with `what`, when the file is unreadable, larger
+    than `limit`, not UTF-8 JSON, or nested too deeply for the parser (a `RecursionError` in
+    `json`, which is not a `ValueError` and would escape every caller's error handling).
+    """
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise CheckpointError(f"{file}: {what}: unreadable ({exc})") from None
+    if len(data) > limit:
+        raise CheckpointError(f"{file}: {what}: larger than the {limit}-byte limit (refused unread)")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CheckpointError(f"{file}: {what}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise CheckpointError(f"{file}: {what}: JSON nested too deeply to parse") from None
+
+
+def layer_sizes(card: Mapping) -> list[int]:
+    """The network's layer sizes a card declares: inputs, hidden layers, actions."""
+    return [card["observation_size"], *card["net_arch"], card["num_actions"]]
+
+
 def read_card(path: str | os.PathLike) -> dict:
     """The validated card of checkpoint `path`; `CheckpointError` naming card.json if it is bad."""
     directory = resolve_checkpoint(path)
     file = directory / "card.json"
-    try:
-        card = json.loads(file.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise CheckpointError(f"{file}: unreadable or not valid JSON ({exc})") from None
+    card = read_json(file, MAX_CARD_BYTES, "not a checkpoint card")
     if not isinstance(card, dict):
         raise CheckpointError(f"{file}: expected a JSON object, got {type(card).__name__}")
     if card.get("format") != CHECKPOINT_FORMAT:
@@ -153,6 +229,9 @@ def read_card(path: str | os.PathLike) -> dict:
         raise CheckpointError(
             f"{file}: activation must be one of {ACTIVATIONS}; got {card['activation']!r}"
         )
+    if len(card["policy_sha256"]) != 64 or not set(card["policy_sha256"]) <= set("0123456789abcdef"):
+        raise CheckpointError(f"{file}: policy_sha256 must be 64 lowercase hex digits (the sha256 "
+                              f"of policy.npz); got {card['policy_sha256'][:80]!r}")
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in card["net_arch"]):
         raise CheckpointError(f"{file}: net_arch must be a list of positive ints; got "
                               f"{card['net_arch']!r}")
@@ -165,6 +244,21 @@ def read_card(path: str | os.PathLike) -> dict:
     if card["num_actions"] != config.num_actions:
         raise CheckpointError(f"{file}: num_actions {card['num_actions']} but env_config has "
                               f"{config.num_actions} actions")
+    # Only this code's observation version has a layout to compare with; another version is
+    # refused by `check_compatible` wherever an env config is given.
+    if card["observation_version"] == OBSERVATION_VERSION:
+        size = observation_layout(config).size
+        if card["observation_size"] != size:
+            raise CheckpointError(f"{file}: observation_size {card['observation_size']} but "
+                                  f"env_config's observation has {size} values")
+    sizes = layer_sizes(card)
+    declared = 4 * sum(a * b + b for a, b in zip(sizes, sizes[1:]))  # float32 W and b
+    if len(sizes) - 1 > MAX_LAYERS or declared > MAX_POLICY_BYTES:
+        raise CheckpointError(
+            f"{file}: a network of {len(sizes) - 1} layers, sizes {sizes[:10]}"
+            f"{'…' if len(sizes) > 10 else ''}, needs {declared} "
+            f"bytes of weights; the limits are {MAX_LAYERS} layers and {MAX_POLICY_BYTES} bytes"
+        )
     return card
 
 
@@ -261,8 +355,10 @@ def load_weights(
     """The (W, b) layers in `directory/policy.npz`, validated (against `card` when given).
 
     Never unpickles (`allow_pickle=False`). Raises `CheckpointError` naming policy.npz for a
-    missing, truncated or garbage file, missing/extra/misnamed arrays, non-float dtypes, shapes
-    that do not chain (or do not match the card's sizes), and non-finite values.
+    missing, oversized, truncated or garbage file, missing/extra/misnamed arrays, non-float dtypes,
+    shapes that do not chain (or do not match the card's sizes), and non-finite values. Everything
+    but the values is checked from the zip directory and the `.npy` headers before any array is
+    decompressed (`_declared_arrays`). With a card, its `policy_sha256` must match the file.
     """
     file = Path(directory) / "policy.npz"
     if not file.is_file():
@@ -270,54 +366,38 @@ def load_weights(
             raise _refuse_pickle(Path(directory), "policy.npz is missing; only the SB3 model.zip "
                                  "is here")
         raise CheckpointError(f"{file}: missing (a checkpoint needs card.json and policy.npz)")
+    if file.stat().st_size > MAX_POLICY_BYTES:
+        raise CheckpointError(f"{file}: {file.stat().st_size} bytes, over the {MAX_POLICY_BYTES}"
+                              "-byte limit for a policy (refused unread)")
     try:
-        with np.load(file, allow_pickle=False) as data:
-            if not hasattr(data, "files"):
-                raise CheckpointError(f"{file}: a single .npy array, not an .npz archive")
-            arrays = {name: data[name] for name in data.files}
+        with zipfile.ZipFile(file) as archive:
+            declared = _declared_arrays(file, archive)
+            layers = len(declared) // 2
+            _check_layer_shapes(file, declared, layers, card)
+            arrays = {}
+            for name, (info, _, _) in declared.items():
+                with archive.open(info) as stream:
+                    arrays[name] = np.lib.format.read_array(stream, allow_pickle=False)
     except CheckpointError:
         raise
     except Exception as exc:  # zipfile/numpy/OS errors all mean "this file is not a good npz"
+        with open(file, "rb") as handle:
+            if handle.read(6) == np.lib.format.MAGIC_PREFIX:
+                raise CheckpointError(f"{file}: a single .npy array, not an .npz archive") from None
         raise CheckpointError(
             f"{file}: cannot be read as an .npz of plain arrays (truncated, corrupted, or holding "
             f"pickled objects): {type(exc).__name__}: {exc}"
         ) from None
-    layers = sum(1 for name in arrays if name.startswith("W"))
-    expected = {f"{p}{i}" for i in range(layers) for p in "Wb"}
-    if layers == 0 or set(arrays) != expected:
-        raise CheckpointError(
-            f"{file}: expected arrays W0, b0, …, W{max(layers - 1, 0)}, b{max(layers - 1, 0)}; "
-            f"missing {sorted(expected - set(arrays))}, unexpected "
-            f"{sorted(set(arrays) - expected)}"
-        )
     weights = []
     for i in range(layers):
-        W, b = arrays[f"W{i}"], arrays[f"b{i}"]
-        for name, a, ndim in ((f"W{i}", W, 2), (f"b{i}", b, 1)):
-            if a.dtype.kind != "f":
-                raise CheckpointError(f"{file}: {name} has dtype {a.dtype}; expected floats")
-            if a.ndim != ndim:
-                raise CheckpointError(f"{file}: {name} has shape {a.shape}; expected {ndim}-D")
-            if not np.isfinite(a).all():
+        for name in (f"W{i}", f"b{i}"):
+            if not np.isfinite(arrays[name]).all():
                 raise CheckpointError(f"{file}: {name} holds NaN or infinite values")
-        if b.shape[0] != W.shape[0]:
-            raise CheckpointError(f"{file}: b{i} has shape {b.shape} but W{i} has {W.shape}")
-        if i and W.shape[1] != weights[-1][0].shape[0]:
-            raise CheckpointError(
-                f"{file}: W{i} takes {W.shape[1]} inputs but layer {i - 1} gives "
-                f"{weights[-1][0].shape[0]}"
-            )
-        weights.append((W.astype(np.float32), b.astype(np.float32)))
-    if card is not None:
-        sizes = [weights[0][0].shape[1]] + [W.shape[0] for W, _ in weights]
-        want = [card["observation_size"], *card["net_arch"], card["num_actions"]]
-        if sizes != want:
-            raise CheckpointMismatchError(
-                f"{file}: layer sizes {sizes} (inputs, hidden…, actions) but card.json says "
-                f"{want} (observation_size, net_arch…, num_actions)"
-            )
+        weights.append((arrays[f"W{i}"].astype(np.float32), arrays[f"b{i}"].astype(np.float32)))
     # Last, so a damaged file is reported by what is wrong with it rather than by its digest.
-    if card is not None and "policy_sha256" in card:
+    if card is not None:
+        if "policy_sha256" not in card:  # `read_card` requires it; a hand-made card may lack it
+            raise CheckpointError(f"{file}: the card gives no policy_sha256 to check it against")
         digest = sha256_file(file)
         if digest != card["policy_sha256"]:
             raise CheckpointError(
@@ -325,6 +405,83 @@ def load_weights(
                 f"{str(card['policy_sha256'])[:16]}… (truncated, corrupted or replaced)"
             )
     return weights
+
+
+def _declared_arrays(file: Path, archive: zipfile.ZipFile) -> dict:
+    """{array name: (zip member, shape, dtype)} from the zip directory and the members' `.npy`
+    headers, decompressing nothing past the headers.
+
+    Checks the member count, the names (`W<i>`/`b<i>` for i < number of W's, as `np.load` names
+    them), float dtypes, 2-D W and 1-D b, that each member's size in the zip directory is exactly
+    its header plus the data its shape declares, and the declared total (`MAX_POLICY_BYTES`).
+    """
+    infos = archive.infolist()
+    if len(infos) > 2 * MAX_LAYERS:
+        raise CheckpointError(f"{file}: {len(infos)} members; a policy holds at most "
+                              f"{2 * MAX_LAYERS} (W<i> and b<i> for up to {MAX_LAYERS} layers)")
+    names = [info.filename.removesuffix(".npy") for info in infos]
+    layers = sum(1 for name in names if name.startswith("W"))
+    expected = {f"{p}{i}" for i in range(layers) for p in "Wb"}
+    if layers == 0 or set(names) != expected or len(names) != len(expected):
+        duplicated = sorted({name for name in names if names.count(name) > 1})
+        raise CheckpointError(
+            f"{file}: expected arrays W0, b0, …, W{max(layers - 1, 0)}, b{max(layers - 1, 0)}; "
+            f"missing {sorted(expected - set(names))}, unexpected "
+            f"{sorted(set(names) - expected)}" + (f", duplicated {duplicated}" if duplicated else "")
+        )
+    total = sum(info.file_size for info in infos)
+    if total > MAX_POLICY_BYTES:
+        raise CheckpointError(f"{file}: its members would decompress to {total} bytes, over the "
+                              f"{MAX_POLICY_BYTES}-byte limit for a policy (refused unread)")
+    declared = {}
+    for name, info in zip(names, infos):
+        with archive.open(info) as stream:
+            version = np.lib.format.read_magic(stream)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+            else:
+                raise CheckpointError(f"{file}: {name} is .npy format {version}; expected 1.0 or "
+                                      "2.0 (plain arrays)")
+            header = stream.tell()
+        if dtype.hasobject:
+            raise CheckpointError(f"{file}: {name} holds pickled objects (dtype {dtype}); only "
+                                  "plain float arrays are read, never pickles")
+        if dtype.kind != "f":
+            raise CheckpointError(f"{file}: {name} has dtype {dtype}; expected floats")
+        ndim = 2 if name.startswith("W") else 1
+        if len(shape) != ndim:
+            raise CheckpointError(f"{file}: {name} has shape {shape}; expected {ndim}-D")
+        data = math.prod(shape) * dtype.itemsize
+        if info.file_size != header + data:
+            raise CheckpointError(
+                f"{file}: {name}'s header declares shape {shape} {dtype} ({data} bytes of data) "
+                f"but the zip directory gives it {info.file_size - header} (corrupted or crafted)"
+            )
+        declared[name] = (info, shape, dtype)
+    return declared
+
+
+def _check_layer_shapes(file: Path, declared: dict, layers: int, card: Mapping | None) -> None:
+    """Raise `CheckpointError` unless the declared shapes chain into an MLP (and, with a card,
+    have exactly the card's layer sizes: `CheckpointMismatchError`)."""
+    for i in range(layers):
+        W, b = declared[f"W{i}"][1], declared[f"b{i}"][1]
+        if b[0] != W[0]:
+            raise CheckpointError(f"{file}: b{i} has shape {b} but W{i} has {W}")
+        if i and W[1] != declared[f"W{i - 1}"][1][0]:
+            raise CheckpointError(
+                f"{file}: W{i} takes {W[1]} inputs but layer {i - 1} gives "
+                f"{declared[f'W{i - 1}'][1][0]}"
+            )
+    if card is not None:
+        sizes = [declared["W0"][1][1]] + [declared[f"W{i}"][1][0] for i in range(layers)]
+        if sizes != layer_sizes(card):
+            raise CheckpointMismatchError(
+                f"{file}: layer sizes {sizes} (inputs, hidden…, actions) but card.json says "
+                f"{layer_sizes(card)} (observation_size, net_arch…, num_actions)"
+            )
 
 
 def load_ppo_policy(
