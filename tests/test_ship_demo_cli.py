@@ -57,6 +57,7 @@ def no_evaluations(monkeypatch):
         ("missing_run", "run directory"),
         ("no_best", "best.json does not exist"),
         ("bad_pointer", "not a checkpoint pointer"),
+        ("pointer_escapes", "not a single folder name"),
         ("no_run_json", "run.json"),
         ("bad_weights", "policy.npz"),
         ("dest_not_an_agent", "is not a shipped agent"),
@@ -77,6 +78,8 @@ def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
         argv += ["--which", "best"]
     elif case == "bad_pointer":
         (run_dir / "checkpoints" / "latest.json").write_text("step_4")
+    elif case == "pointer_escapes":
+        (run_dir / "checkpoints" / "latest.json").write_text(json.dumps({"path": "../.."}))
     elif case == "no_run_json":
         (run_dir / "run.json").unlink()
     elif case == "bad_weights":

@@ -58,12 +58,7 @@ def _pick(run_dir: Path, which: str) -> Path:
         other = "latest" if which == "best" else "best"
         raise FileNotFoundError(f"{pointer} does not exist; is {run_dir} a training run? "
                                 f"(try --which {other})")
-    try:
-        name = json.loads(pointer.read_text())["path"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{pointer}: not a checkpoint pointer (expected JSON "
-                         f"{{\"path\": \"step_<N>\"}}): {err!r}") from None
-    return run_dir / "checkpoints" / str(name)
+    return ckpt.read_pointer(pointer)  # bounded, and only a checkpoint folder beside it
 
 
 def _run_info(run_dir: Path) -> dict:
