@@ -60,7 +60,7 @@ from cf_env.config import ChickenFootConfig
 from cf_env.engine import Engine
 from cf_env.observation import Encoder
 from cf_env.policies import Policy, legal_fast_path, load_policy
-from cf_env.record import write_record
+from cf_env.record import engine_actions, write_record
 
 from .stats import fractional_ranks, mean_ci
 
@@ -209,7 +209,7 @@ def _play_block(job: tuple) -> list[dict]:
             game = {"slots": slots, "scores": [list(s) for s in engine.scores],
                     "winners": list(engine.winners)}
             if record:  # what a game record needs beyond the deal's seed (cf_env.record)
-                game["actions"] = [action for _round, _seat, action in engine.history]
+                game["actions"] = engine_actions(engine)
                 game["players"] = seat_labels
             games.append(game)
         results.append({"deal": deal, "engine_seed": engine_seed, "games": games})
