@@ -2,18 +2,21 @@
 
 Every size in the package (tile count, action count, observation length) is derived from a
 `ChickenFootConfig`; variants are fields here, never copies of code. Rule numbers (R1–R13)
-refer to `RULES.md` in the shared folder.
+refer to `docs/rules.md`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field
 
 SUPPORTED_SETS = (6, 9, 12, 15, 18)  # R1
 REWARD_MODES = ("score", "zero_sum", "win")
 ILLEGAL_ACTION_MODES = ("raise", "penalize")
 TIE_BREAKS = ("r13", "none")
+# R5 and its published variants: how the round's start double is found when nobody holds it.
+START_SEARCHES = ("turns", "all_draw", "lower_double")
 
 # Default hand size per set and player count (see "Hand size" in RULES.md). Double-9 follows the
 # seeds (7 each, 6 for eight players); the other sets are our documented choice: as large as the
@@ -45,6 +48,25 @@ def max_players(max_pips: int) -> int:
 
 def default_hand_size(max_pips: int, num_players: int) -> int:
     return _HAND_TABLE[max_pips][num_players]
+
+
+def set_points(max_pips: int, double_blank_value: int) -> int:
+    """R12: the points of the whole set, the most one round can put in the hands. Each value
+    appears on N+2 halves, so the pips sum to N·T; the double-blank adds its configured value."""
+    return max_pips * num_tiles(max_pips) + double_blank_value
+
+
+def max_double_blank_value(max_pips: int) -> int:
+    """The largest `double_blank_value`: 2 × points_scale (20 × max_pips), so one tile never
+    outweighs two reward units. It covers every published value (0, 25, 50, 100) on every set."""
+    return 20 * max_pips
+
+
+def max_target_score(max_pips: int, double_blank_value: int) -> int:
+    """The largest `target_score`. A game to a target ends in the round a total passes it, so a
+    total reaches at most target + one round's points; the observation's `scores` piece is
+    bounded by `num_rounds` (= max_pips + 1) rounds' points, which this keeps it within."""
+    return max_pips * set_points(max_pips, double_blank_value)
 
 
 def _check_int(name: str, value: object) -> int:
@@ -80,7 +102,8 @@ class ChickenFootConfig:
     hand_size: int | None = None
     """R3: tiles dealt to each player; None takes the documented default table."""
     num_rounds: int | None = None
-    """R4: rounds in a game, counting down from double-`max_pips`; None plays all max_pips+1."""
+    """R4: rounds in a game, counting down from double-`max_pips`; None plays all max_pips+1.
+    With `target_score` it is the length of the countdown (max_pips+1), which then restarts."""
     spinner_arms: int = 4
     """R7: arms on the centre double; 4 (Maltese cross) or 6 ("double chicken foot")."""
     toes: int = 3
@@ -90,7 +113,14 @@ class ChickenFootConfig:
     must_play_drawn: bool = False
     """R8 variant: a playable drawn tile must be played (PASS is then illegal)."""
     double_blank_value: int = 50
-    """R12: points the double-blank counts in a hand at the end of a round."""
+    """R12: points the double-blank counts in a hand at the end of a round (0..20 × max_pips)."""
+    start_search: str = "turns"
+    """R5 when nobody holds the start double: "turns" (seats draw in turn until it appears),
+    "all_draw" (every seat draws one tile at once, repeated until it appears) or
+    "lower_double" (the highest lower double someone holds starts the round instead)."""
+    target_score: int | None = None
+    """R4/R13 variant: None plays `num_rounds` rounds; an int plays rounds (the countdown of
+    doubles restarting after the double-blank) until a total passes it; lowest total wins."""
     tie_break: str = "r13"
     """R13: "r13" breaks ties by zero rounds then lowest non-zero round; "none" shares the win."""
     reward_mode: str = "zero_sum"
@@ -130,6 +160,12 @@ class ChickenFootConfig:
             )
         rounds = self.num_rounds if self.num_rounds is not None else max_pips + 1
         rounds = _check_int("num_rounds", rounds)
+        if self.target_score is not None and rounds != max_pips + 1:
+            raise ValueError(
+                f"num_rounds must be left unset (or {max_pips + 1}) with target_score: the game "
+                f"plays until a total passes the target, the countdown of {max_pips + 1} doubles "
+                f"restarting after the double-blank; got {rounds}"
+            )
         if not 1 <= rounds <= max_pips + 1:
             raise ValueError(
                 f"num_rounds must be 1..{max_pips + 1} (R4: one round per double, counting down); "
@@ -145,8 +181,21 @@ class ChickenFootConfig:
         _check_bool("must_play_drawn", self.must_play_drawn)
         _check_bool("skip_forced", self.skip_forced)
         blank = _check_int("double_blank_value", self.double_blank_value)
-        if blank < 0:
-            raise ValueError(f"double_blank_value must be >= 0 (R12 counts 50); got {blank}")
+        top_blank = max_double_blank_value(max_pips)
+        if not 0 <= blank <= top_blank:
+            raise ValueError(
+                f"double_blank_value must be 0..{top_blank} on a double-{max_pips} set (R12 "
+                f"counts 50; at most 2 × points_scale); got {blank}"
+            )
+        _check_choice("start_search", self.start_search, START_SEARCHES)
+        if self.target_score is not None:
+            target = _check_int("target_score", self.target_score)
+            top_target = max_target_score(max_pips, blank)
+            if not 1 <= target <= top_target:
+                raise ValueError(
+                    f"target_score must be None or 1..{top_target} on a double-{max_pips} set "
+                    f"with double_blank_value {blank} (max_pips × the set's points); got {target}"
+                )
         _check_choice("tie_break", self.tie_break, TIE_BREAKS)
         _check_choice("reward_mode", self.reward_mode, REWARD_MODES)
         _check_choice("illegal_action", self.illegal_action, ILLEGAL_ACTION_MODES)
@@ -180,8 +229,15 @@ class ChickenFootConfig:
         known = {f.name for f in dataclasses.fields(cls) if f.init}
         unknown = set(data) - known
         if unknown:
+            # A misspelt keyword is the commonest config mistake: suggest the nearest fields.
+            hints = [
+                f"{name!r} -> {close[0]!r}"
+                for name in sorted(map(str, unknown))
+                if (close := difflib.get_close_matches(name, sorted(known), n=1))
+            ]
             raise ValueError(
-                f"unknown config field(s) {sorted(unknown)}; valid fields: {sorted(known)}"
+                f"unknown config field(s) {sorted(unknown, key=str)}; valid fields: {sorted(known)}"
+                + (f"; did you mean {', '.join(hints)}?" if hints else "")
             )
         return cls(**data)
 

@@ -34,7 +34,11 @@ from .actions import actions_in, describe
 from .config import ChickenFootConfig
 from .tiles import TileTables, tile_tables
 
-SNAPSHOT_VERSION = 1
+# 2: the AEC env's snapshot adds the rewards pending for its agents (`rewards`,
+# `cumulative_rewards`); a game restored without `arms` snapshots without them too. Version 1
+# snapshots (and hand-built ones without a version) restore as before.
+SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSIONS = (1, 2)
 
 # Keys every snapshot holds (public contract) and the extras needed for an exact restore.
 SNAPSHOT_KEYS = (
@@ -99,6 +103,7 @@ class Engine:
         "_open_attach",
         "_pass_action",
         "_played_bytes",
+        "_synthetic_arms",
         "_table_bytes",
         "_value_ids",
         "_values",
@@ -185,6 +190,7 @@ class Engine:
         self.open_count = [0] * (cfg.max_pips + 1)
         self.arms: list[Arm] = []
         self.tip_arms: list[list[int]] = [[] for _ in range(cfg.max_pips + 1)]
+        self._synthetic_arms = False  # the layout is real (see `restore` without arms)
         self.spinner_empty = cfg.spinner_arms
         self.foot_value = -1
         self.foot_arm = -1
@@ -193,12 +199,18 @@ class Engine:
         # R5: whoever holds the start double places it; if nobody does, seats draw in turn
         # (beginning with seat round % n) until it is drawn; drawn tiles stay in hand.
         start = int(tables.double_id[self.center])
-        holder = -1
-        for seat, hand in enumerate(dealt):
-            if start in hand:
-                holder = seat
-                break
-        if holder < 0:
+        holder = _holder(dealt, start)
+        if holder < 0 and cfg.start_search == "lower_double":
+            # Variant: the highest lower double someone holds starts the round; when nobody
+            # holds any, the round's own double is searched for as R5 says.
+            for value in range(self.center - 1, -1, -1):
+                holder = _holder(dealt, int(tables.double_id[value]))
+                if holder >= 0:
+                    self.center, start = value, int(tables.double_id[value])
+                    break
+        if holder < 0 and cfg.start_search == "all_draw":
+            holder = self._search_all_draw(dealt, start)
+        elif holder < 0:
             holder = self.round % n
             while True:
                 tile = self.boneyard.pop()
@@ -218,6 +230,24 @@ class Engine:
         self._hand_bits = [sum(map(bits.__getitem__, hand)) for hand in dealt]
         self._open_attach = 0  # no open ends yet
         self._refresh_playable()
+
+    def _search_all_draw(self, dealt: list[list[int]], start: int) -> int:
+        """R5 variant "all_draw": every seat draws one tile at once (in seat order from round % n,
+        which fixes who gets which tile), again and again until the start double appears. The
+        whole batch draws, so seats after its finder keep a tile too; a batch the boneyard cannot
+        fill goes to the first seats in that order, and the double is always among its tiles."""
+        n, count = self.config.num_players, self.config.num_tiles
+        holder, first = -1, self.round % n
+        while holder < 0:
+            for k in range(min(n, len(self.boneyard))):
+                seat = (first + k) % n
+                tile = self.boneyard.pop()
+                dealt[seat].append(tile)
+                self._hand_bytes[seat * count + tile] = 1
+                self.hand_counts[seat] += 1
+                if tile == start:
+                    holder = seat
+        return holder
 
     def _new_boards(self, copy_of: Engine | None = None) -> None:
         """Create the 0/1 boards: hands, table, played tiles and voids (zeroed, or copies of
@@ -497,8 +527,9 @@ class Engine:
         points = self._hands.dot(self.points).tolist()  # each seat's pips left in hand
         for seat, value in enumerate(points):
             self.scores[seat].append(value)
-        if self.round + 1 < self.config.num_rounds:
-            self.round += 1
+        if not self._game_ends():
+            # With a target score the countdown restarts after the double-blank round.
+            self.round = (self.round + 1) % self.config.num_rounds
             self._start_round()
         else:
             self.game_over = True
@@ -506,6 +537,13 @@ class Engine:
             self.winners = self._winners()
             self._legal = None
         return points
+
+    def _game_ends(self) -> bool:
+        """After a round: R4's last round was played, or (variant) a total passed the target."""
+        target = self.config.target_score
+        if target is None:
+            return self.round + 1 >= self.config.num_rounds
+        return max(map(sum, self.scores)) > target
 
     def _winners(self) -> list[int]:
         """R13: lowest total; then most zero rounds; then lowest non-zero round; else shared."""
@@ -556,7 +594,7 @@ class Engine:
         def tiles(ids) -> list[list[int]]:
             return [list(pairs[t]) for t in ids]
 
-        return {
+        snap = {
             "version": SNAPSHOT_VERSION,
             "max_pips": self.config.max_pips,
             "num_players": self.config.num_players,
@@ -590,6 +628,11 @@ class Engine:
             "history": [list(h) for h in self.history],
             "rng": _jsonable_rng_state(self.rng.bit_generator.state),
         }
+        if self._synthetic_arms:
+            # Restored without a layout: the arms are stand-ins that only carry the open ends,
+            # so they are left out again (restore rebuilds them from `open_ends`).
+            del snap["arms"], snap["foot_arm"]
+        return snap
 
     def restore(self, snapshot: dict) -> None:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
@@ -604,6 +647,14 @@ class Engine:
             raise SnapshotError(f"invalid snapshot: {err!r}") from err
         for name in self.__slots__:
             setattr(self, name, getattr(fresh, name))
+
+
+def _holder(hands: list[list[int]], tile: int) -> int:
+    """The seat whose hand (a list of tile ids) holds `tile`, or -1."""
+    for seat, hand in enumerate(hands):
+        if tile in hand:
+            return seat
+    return -1
 
 
 def _readonly_view(array: np.ndarray) -> np.ndarray:
@@ -622,6 +673,12 @@ def _load(engine: Engine, snap: dict) -> None:
     n, count, top = cfg.num_players, cfg.num_tiles, cfg.max_pips
     if not isinstance(snap, dict):
         raise SnapshotError(f"a snapshot is a dict; got {type(snap).__name__}")
+    version = snap.get("version", SNAPSHOT_VERSION)
+    if isinstance(version, bool) or version not in SNAPSHOT_VERSIONS:
+        raise SnapshotError(
+            f"snapshot version {version!r} is not one this engine reads ({SNAPSHOT_VERSIONS}); "
+            "a newer chickenfoot wrote it, or it is not a snapshot"
+        )
     missing = [k for k in SNAPSHOT_KEYS if k not in snap]
     if missing:
         raise SnapshotError(f"snapshot is missing key(s) {missing}")
@@ -675,8 +732,16 @@ def _load(engine: Engine, snap: dict) -> None:
     if isinstance(rnd, bool) or not isinstance(rnd, int) or not 0 <= rnd < cfg.num_rounds:
         raise SnapshotError(f"round must be 0..{cfg.num_rounds - 1}; got {rnd!r}")
     engine.round = rnd
-    engine.center = top - rnd
-    if snap["center"] != engine.center:
+    engine.center = top - rnd  # R4
+    if cfg.start_search == "lower_double":  # the variant may start with any lower double
+        center = snap["center"]
+        if isinstance(center, bool) or not isinstance(center, int) or not 0 <= center <= top - rnd:
+            raise SnapshotError(
+                f"center must be 0..{top - rnd} in round {rnd} (R4, R5 start_search "
+                f"'lower_double'); got {center!r}"
+            )
+        engine.center = center
+    elif snap["center"] != engine.center:
         raise SnapshotError(f"center must be {engine.center} in round {rnd} (R4); got {snap['center']!r}")
     engine.current = seat(snap["current"], "current")
     engine.start_seat = seat(snap.get("start_seat", (engine.current - 1) % n), "start_seat")
@@ -740,6 +805,7 @@ def _load(engine: Engine, snap: dict) -> None:
         if derived != open_ends:
             raise SnapshotError(f"open_ends {open_ends} disagree with the arms (which give {derived})")
     else:
+        _check_open_ends(engine, table, open_ends)
         engine.foot_arm = -1
         for v in open_ends:
             engine.tip_arms[v].append(len(engine.arms))
@@ -756,18 +822,29 @@ def _load(engine: Engine, snap: dict) -> None:
     if not isinstance(scores, list) or len(scores) != n:
         raise SnapshotError(f"scores must list {n} seats")
     engine.game_over = snap["game_over"]
-    if engine.game_over and rnd != cfg.num_rounds - 1:
+    if cfg.target_score is None and engine.game_over and rnd != cfg.num_rounds - 1:
         raise SnapshotError(
             f"game_over is true in round {rnd}, but a game ends after its last round "
             f"{cfg.num_rounds - 1} (R4)"
         )
     played = rnd + 1 if engine.game_over else rnd
     for s, rows in enumerate(scores):
-        if not isinstance(rows, list) or len(rows) != played:
+        if not isinstance(rows, list):
+            raise SnapshotError(f"scores[{s}] must list {played} finished round(s); got {rows!r}")
+        if cfg.target_score is not None:  # the countdown restarts: round = rounds played mod N+1
+            if len(rows) % cfg.num_rounds != played % cfg.num_rounds or len(rows) != len(scores[0]):
+                raise SnapshotError(
+                    f"scores[{s}] must list as many rounds as every seat, a number that is "
+                    f"{played % cfg.num_rounds} mod {cfg.num_rounds} in round {rnd}; got {rows!r}"
+                )
+        elif len(rows) != played:
             raise SnapshotError(f"scores[{s}] must list {played} finished round(s); got {rows!r}")
         if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in rows):
             raise SnapshotError(f"scores[{s}] must hold non-negative ints; got {rows!r}")
     engine.scores = [list(rows) for rows in scores]
+    if cfg.target_score is not None:
+        _check_target(engine)
+    _check_hands(engine)
     engine.winners = engine._winners() if engine.game_over else []
     if sorted(snap["winners"]) != engine.winners:
         raise SnapshotError(f"winners {snap['winners']!r} disagree with R13 ({engine.winners})")
@@ -775,10 +852,17 @@ def _load(engine: Engine, snap: dict) -> None:
     for s, vals in enumerate(snap.get("voids", [[]] * n)):
         engine.voids[s, [value(v, "voids") for v in vals]] = True
     for s, pairs in enumerate(snap.get("played_by", [[]] * n)):
+        if not isinstance(pairs, list):
+            raise SnapshotError(f"played_by[{s}] must be a list of tiles; got {pairs!r}")
         ids = [tile(p, "played_by") for p in pairs]
         if not engine.on_table[ids].all():
             raise SnapshotError("played_by names a tile that is not on the table")
-        engine.played_by[s, ids] = True
+        if start in ids:
+            raise SnapshotError(f"played_by[{s}] names the start double, which no seat plays (R5)")
+        twice = [list(tables.pairs[t]) for t in ids if engine.played_by[:, t].any()]
+        if twice or len(set(ids)) != len(ids):
+            raise SnapshotError(f"played_by[{s}] names tile(s) {twice or pairs} another entry names too")
+        engine.played_by[s, ids] = True  # (it may leave tiles out: positions built by hand)
     for h in snap.get("history", []):
         if not (
             isinstance(h, list)
@@ -799,9 +883,95 @@ def _load(engine: Engine, snap: dict) -> None:
             raise SnapshotError(f"rng state is not a valid {type(engine.rng.bit_generator).__name__} state") from err
     if engine.game_over:
         engine.drawn_tile = -1
+    engine._synthetic_arms = "arms" not in snap
     engine._sync_hands()
     engine._refresh_playable(recount=True)
     engine._settle([])
+
+
+def _check_target(engine: Engine) -> None:
+    """Variant target_score: the game runs while no total passes the target, and ends in the
+    round in which one does."""
+    target, totals = engine.config.target_score, engine.totals()
+    if not engine.game_over and max(totals) > target:
+        raise SnapshotError(
+            f"totals {totals} pass target_score {target}, so the game is over; game_over is false"
+        )
+    if engine.game_over:
+        before = [t - rows[-1] for t, rows in zip(totals, engine.scores)] if engine.scores[0] else totals
+        if max(totals) <= target or max(before) > target:
+            raise SnapshotError(
+                f"game_over is true, but a game to target_score {target} ends in the round in "
+                f"which a total first passes it; totals {totals}, before the last round {before}"
+            )
+
+
+def _check_hands(engine: Engine) -> None:
+    """Hand sizes the rules can produce. A round ends as soon as a hand empties (R11). A hand
+    grows past the deal (R3) only by tiles drawn from the boneyard (R5's search, R8), so the
+    hands' excess over `hand_size` is at most the tiles that have left the boneyard.
+    (A boneyard larger than the deal leaves is accepted: scenario positions with short hands.)"""
+    cfg = engine.config
+    size = cfg.hand_size
+    if not engine.game_over:
+        empty = [s for s, c in enumerate(engine.hand_counts) if c == 0]
+        if empty:
+            raise SnapshotError(
+                f"hands{empty} empty while the round runs, but a round ends as soon as a hand "
+                "empties (R11)"
+            )
+    drawn = max(0, cfg.num_tiles - cfg.num_players * size - len(engine.boneyard))
+    excess = sum(max(0, c - size) for c in engine.hand_counts)
+    if excess > drawn:
+        raise SnapshotError(
+            f"hand sizes {engine.hand_counts} exceed the deal of {size} by {excess} tiles, but only "
+            f"{drawn} have left the boneyard (R3, R5, R8: a hand grows only by drawing)"
+        )
+
+
+def _check_open_ends(engine: Engine, table: list[int], open_ends: list[int]) -> None:
+    """Without a layout, `open_ends` must be what the table's tiles can show (necessary
+    conditions, exact for the count). Each non-double tile leaves one open end of a value it
+    carries or covers one; each other double on the table is a chicken foot (R9: the only double
+    that attaches to a value v is (v, v)) whose toes each open one end; the centre offers
+    `spinner_arms` (R7). So the open ends number (filled spinner arms) + (toes − 1) × (feet)
+    − (toes still owed), at most as many of a value as non-double table tiles carry it, and per
+    value with the parity those counts give."""
+    cfg, tables = engine.config, engine.tables
+    center, values = engine.center, cfg.max_pips + 1
+    start = int(tables.double_id[center])
+    owed = engine.toes_left if engine.foot_value >= 0 else 0
+    filled = cfg.spinner_arms - engine.spinner_empty
+    carriers, feet = [0] * values, [0] * values
+    for t in table:
+        if t == start:
+            continue
+        lo, hi = tables.pairs[t]
+        if lo == hi:
+            feet[lo] += 1
+        else:
+            carriers[lo] += 1
+            carriers[hi] += 1
+    if engine.spinner_empty and len(table) != 1 + filled:
+        raise SnapshotError(
+            f"spinner_arms_empty is {engine.spinner_empty}, so the table holds the start double "
+            f"and one tile per filled arm ({1 + filled} tiles, R7); it holds {len(table)}"
+        )
+    want = filled + (cfg.toes - 1) * sum(feet) - owed
+    counts = [open_ends.count(v) for v in range(values)]
+    bad = [
+        v
+        for v in range(values)
+        if counts[v] > carriers[v]
+        or (counts[v] - (v == center) * filled - carriers[v] - (cfg.toes - 1) * feet[v]
+            + (v == engine.foot_value) * owed) % 2
+    ]
+    if len(open_ends) != want or bad:
+        raise SnapshotError(
+            f"open_ends {open_ends} cannot arise from the table: {filled} filled spinner arm(s), "
+            f"{sum(feet)} chicken foot double(s) and {owed} toe(s) owed give {want} open ends"
+            + (f"; value(s) {bad} disagree with the tiles that carry them" if bad else "")
+        )
 
 
 def _load_arms(engine: Engine, arms: list, foot_arm: int, start: int, table: list[int]) -> None:

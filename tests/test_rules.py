@@ -77,7 +77,10 @@ def test_r8_unplayable_drawn_tile_leaves_only_pass():
 
 def test_r8_empty_boneyard_and_nothing_to_place_means_pass():
     # Everything not placed goes to seat 1, who can play on the 1 end: the round is not dead.
-    engine = build(hands=[[(6, 7)], [(0, 0)], [(5, 5)], [(0, 2)]], arms=CROSS, leftovers=1)
+    # Hands of 2 at the deal, so seat 1's 47 tiles are reachable (45 drawn of the 47 that left
+    # the boneyard; restore rejects a hand larger than that).
+    cfg = ChickenFootConfig(hand_size=2)
+    engine = build(cfg, hands=[[(6, 7)], [(0, 0)], [(5, 5)], [(0, 2)]], arms=CROSS, leftovers=1)
     assert len(engine.boneyard) == 0
     assert actions(engine) == {"pass"}
     play(engine, "pass")
