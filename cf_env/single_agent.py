@@ -25,9 +25,37 @@ decision's return, and lets `gamma` be ~1. The game still advances between episo
 learner sees every round's centre double. `reward_mode="win"` pays only at the end of a game and
 therefore requires `episode="game"`.
 
-Illegal actions follow `config.illegal_action`: `"raise"` (default) raises `IllegalActionError`
-and changes nothing; `"penalize"` ends the episode with reward -1 and `info["illegal_action"]`
-(needed only by checkers that step with unmasked random actions).
+Seeding: `reset(seed=s)` replays the same games whatever the env did before, for every kind of
+opponent. The env never samples from the opponent source it was given (`self.opponents`): it
+plays a deep copy of it, made afresh at every `reset(seed=...)`, so policies that the source built
+and cached during earlier games (with RNGs that moved on) are built again, seeded from the env's
+RNG exactly as the first time. A custom `OpponentSampler` must therefore be deep-copyable; change
+it through `set_opponents` or `call_opponents` (which reach the copy in play too) — changes made
+to the object directly take effect at the next `reset(seed=...)`. Policies' `reset()`, if they
+have one, is called before every game.
+
+Actions are checked, not coerced, by the engine's rules (`Engine.step`): a plain int (the fast
+path), a numpy integer scalar or a 0-d integer array; anything else (a float, a str, a bool,
+None, an array) is malformed. `config.illegal_action` decides what an illegal or malformed action
+does, as in the AEC env: `"raise"` (the class's default) raises `IllegalActionError` and changes
+nothing; `"penalize"` changes no game state either but ends the episode with reward -1 and
+`info["illegal_action"] = True` (the game is abandoned; the next `reset()` deals a new one).
+`gymnasium.make(ENV_ID)` defaults to `"penalize"` (`make_env`), so that generic tools that step
+unmasked random actions (Gymnasium's and SB3's `check_env`, plain PPO) work on the registered id.
+
+A step when no episode is running (before the first `reset()`, after `terminated=True`, or after
+an opponent's policy failed mid-step) raises `IllegalActionError` saying so, in every
+`illegal_action` mode, and `action_masks()` is then all False.
+
+Rendering: `render_mode="ansi"` (text) or `"rgb_array"` (the table picture of
+`cf_env.render_image`, an H×W×3 uint8 array of a size fixed by the config, as video recorders
+need), both from the learner's seat: only its own hand is shown. SB3's `make_vec_env` asks for
+`"rgb_array"`.
+
+Under `gymnasium.make`'s wrappers (gymnasium 1.x forwards no attributes), reach the masks with
+`env.unwrapped.action_masks()` or `env.get_wrapper_attr("action_masks")()`; SB3's vector envs
+and sb3-contrib's `get_action_masks` do the latter, so `MaskablePPO` works on
+`make_vec_env(ENV_ID)` as is.
 
 Skipping forced decisions (`learner_skip_forced=True`): when the learner has exactly one legal
 action the adapter takes it, so every decision the learner is asked about is a real choice.
@@ -45,6 +73,7 @@ by a `cf_env.observation.SeatView` instead of being built afresh.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -53,13 +82,18 @@ import numpy as np
 from gymnasium import spaces
 
 from .config import ChickenFootConfig
-from .engine import Engine
+from .engine import Engine, IllegalActionError
 from .observation import OBSERVATION_VERSION, Encoder, SeatView
 from .policies import Policy, legal_fast_path, load_policy
 from .rewards import game_rewards, round_rewards
 
 ENV_ID = "cf_env/ChickenFoot-v0"
 EPISODES = ("round", "game")
+
+# Why `step` cannot run now (`ChickenFootSingleAgentEnv._halted`); None while an episode runs.
+_NOT_STARTED = "no episode is running; call reset() first"
+_FINISHED = "the episode is over (step returned terminated=True); call reset() to start the next"
+_INTERRUPTED = "an opponent's turn failed during the last step; call reset()"
 
 
 @runtime_checkable
@@ -73,7 +107,8 @@ class SpecOpponents:
     """Each opponent seat draws uniformly (or by `weights`) from a list of policy specs/factories.
 
     Policies are built lazily, one per (seat slot, spec), and reused across games; their seeds come
-    from the env's RNG, so the same env seed replays the same opponents.
+    from the env's RNG. The env plays a fresh copy of this sampler after every `reset(seed=...)`
+    (nothing built yet), so the same env seed replays the same opponents.
     """
 
     def __init__(
@@ -120,7 +155,7 @@ class SpecOpponents:
 class ChickenFootSingleAgentEnv(gym.Env):
     """One learner seat against opponent policies; see the module docstring for the contract."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
 
     def __init__(
         self,
@@ -131,10 +166,17 @@ class ChickenFootSingleAgentEnv(gym.Env):
         render_mode: str | None = None,
         **rules,
     ):
+        # Every path goes through `ChickenFootConfig.from_dict`, so that a mistyped keyword gets
+        # the AEC env's "unknown config field" message.
         if config is None:
-            config = ChickenFootConfig(**rules)
+            config = ChickenFootConfig.from_dict(rules)
         elif isinstance(config, dict):
             config = ChickenFootConfig.from_dict({**config, **rules})
+        elif not isinstance(config, ChickenFootConfig):
+            raise TypeError(
+                "config must be a ChickenFootConfig, a dict of its fields or None; "
+                f"got {type(config).__name__}"
+            )
         elif rules:
             config = config.replace(**rules)
         if config.skip_forced:
@@ -150,16 +192,16 @@ class ChickenFootSingleAgentEnv(gym.Env):
                 "reward_mode='win' pays only at the end of a game; use episode='game' with it"
             )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or 'ansi'; got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}; "
+                f"got {render_mode!r}"
+            )
         self.config = config
         self.episode = episode
         self.learner_skip_forced = bool(learner_skip_forced)
         self.render_mode = render_mode
         self.observation_version = OBSERVATION_VERSION
-        if isinstance(opponents, OpponentSampler):
-            self.opponents: OpponentSampler = opponents
-        else:
-            self.opponents = SpecOpponents(opponents, config)
+        self.set_opponents(opponents)
         self.engine = Engine(config, seed=0)
         self.encoder = Encoder(config)
         # Each seat's observation kept up to date between its turns (the learner's every step;
@@ -170,6 +212,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         self.action_space = spaces.Discrete(config.num_actions)
         self._rng = np.random.default_rng()
         self._need_new_game = True
+        self._halted: str | None = _NOT_STARTED  # why step() cannot run now; None: it can
         self._last_round: list[int] = []
         self.learner = 0
         self.seat_policies: list[Policy | None] = []
@@ -179,8 +222,12 @@ class ChickenFootSingleAgentEnv(gym.Env):
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
+        self._halted = _NOT_STARTED  # until this reset has finished (a failing one leaves it)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
+            # Same seed, same games: restart the opponents from the source as it was given, so
+            # that policies cached in earlier games are built (and seeded) again.
+            self._sampler = self._copy_opponents(self.opponents)
             self._need_new_game = True
         while True:
             if self._need_new_game or self.engine.game_over:
@@ -189,57 +236,96 @@ class ChickenFootSingleAgentEnv(gym.Env):
             # round holds no decision, so it is skipped and the next one starts the episode.
             _, ended = self._advance()
             if not ended:
+                self._halted = None
                 return self._observe(), self._info()
 
     def step(self, action):
-        if self.engine.game_over or self.engine.current != self.learner:
-            raise RuntimeError("step() called on a finished episode; call reset()")
-        if self.config.illegal_action == "penalize" and not self._is_legal(action):
-            # PettingZoo classic semantics (config.illegal_action): -1 and the game is abandoned.
+        if self._halted is not None:  # raises in every illegal_action mode
+            raise IllegalActionError(f"step({action!r}) is not possible: {self._halted}")
+        if type(action) is not int and isinstance(action, np.integer):
+            # A numpy integer scalar (what SB3's vector envs pass) is an int by the rules; made one
+            # here it takes the engine's fast path instead of its slower general check.
+            action = int(action)
+        try:
+            # The engine checks the action (a plain legal int is its fast path): an illegal or
+            # malformed one raises IllegalActionError and changes nothing.
+            reward, ended = self._play(action)
+        except IllegalActionError:
+            if self.config.illegal_action == "raise":
+                raise
+            # PettingZoo classic semantics, as the AEC env (a malformed action too): -1, the
+            # episode ends and the game is abandoned.
             self._need_new_game = True
+            self._halted = _FINISHED
             info = {**self._info(), "illegal_action": True}
             return self._observe(), -1.0, True, False, info
-        reward, ended = self._play(int(action))  # raises IllegalActionError on a masked action
         if not ended:
+            self._halted = _INTERRUPTED  # stays if an opponent's policy raises in there
             more, ended = self._advance()
             reward += more
+        self._halted = _FINISHED if ended else None
         info = self._info()
         if ended:
             info.update(self._result())
         return self._observe(), float(reward), ended, False, info
 
     def action_masks(self) -> np.ndarray:
-        """The learner's legal actions now (bool); all False once the episode has ended."""
+        """The learner's legal actions now (bool); all False while no episode is running (before
+        the first reset, after the episode has ended)."""
         mask = np.zeros(self.config.num_actions, dtype=bool)
-        if not self.engine.game_over and self.engine.current == self.learner:
+        if self._halted is None:
             for action in self.engine.legal_actions():  # a handful: cheaper than fancy indexing
                 mask[action] = True
         return mask
 
     def render(self):
+        """The table from the learner's seat: text (`"ansi"`) or an H×W×3 uint8 picture
+        (`"rgb_array"`); None without a render mode."""
         if self.render_mode == "ansi":
             from .render import render_text
 
             return render_text(self.engine, viewer=self.learner)
+        if self.render_mode == "rgb_array":
+            from .render_image import render_rgb  # Pillow is only needed for pictures
+
+            return render_rgb(self.engine, viewer=self.learner)
         return None
 
     # ------------------------------------------------------------------ training hooks
     def set_opponents(self, opponents: Sequence[str | Callable[..., Policy]] | OpponentSampler):
         """Swap the opponent source (takes effect from the next game)."""
         if isinstance(opponents, OpponentSampler):
-            self.opponents = opponents
+            source: OpponentSampler = opponents
         else:
-            self.opponents = SpecOpponents(opponents, self.config)
+            source = SpecOpponents(opponents, self.config)
+        sampler = self._copy_opponents(source)  # fails here, before anything changes
+        self.opponents, self._sampler = source, sampler
 
     def call_opponents(self, method: str, *args, **kwargs):
-        """Call `method` on the opponent sampler (VecEnv.env_method reaches it this way)."""
-        return getattr(self.opponents, method)(*args, **kwargs)
+        """Call `method` on the opponent source and on the copy in play (VecEnv.env_method
+        reaches them this way, e.g. `add_snapshot`); returns the result of the copy in play."""
+        getattr(self.opponents, method)(*args, **kwargs)
+        return getattr(self._sampler, method)(*args, **kwargs)
 
     # ------------------------------------------------------------------ internals
+    @staticmethod
+    def _copy_opponents(source: OpponentSampler) -> OpponentSampler:
+        """The copy of the opponent source that games are played with (see the module docstring:
+        it is made afresh at every seeded reset)."""
+        try:
+            return copy.deepcopy(source)
+        except Exception as err:  # whatever the object's __deepcopy__/__reduce__ raises
+            raise TypeError(
+                f"opponents: {type(source).__name__} cannot be deep-copied ({err}); the env plays "
+                "a copy restarted at every reset(seed=...) so that seeds replay the same games. "
+                "Give the sampler __deepcopy__ (or __getstate__) that copies its configuration "
+                "and drops built policies"
+            ) from err
+
     def _new_game(self) -> None:
         n = self.config.num_players
         self.learner = int(self._rng.integers(n))
-        others = self.opponents.sample(self._rng, n - 1)
+        others = self._sampler.sample(self._rng, n - 1)
         self.seat_policies = [None] * n
         for k, policy in enumerate(others):
             self.seat_policies[(self.learner + 1 + k) % n] = policy
@@ -280,16 +366,9 @@ class ChickenFootSingleAgentEnv(gym.Env):
                 if ended:
                     return reward, True
 
-    def _is_legal(self, action) -> bool:
-        mask = self.engine.legal_action_mask()
-        try:
-            index = int(action)
-        except (TypeError, ValueError):
-            return False
-        return 0 <= index < mask.size and bool(mask[index])
-
-    def _play(self, action: int) -> tuple[float, bool]:
-        """One engine step; returns the learner's reward from it and whether the episode ended."""
+    def _play(self, action) -> tuple[float, bool]:
+        """One engine step (the engine checks `action`); returns the learner's reward from it and
+        whether the episode ended."""
         finished = self.engine.step(action)
         return self._rounds_ended(finished) if finished else (0.0, False)
 
@@ -327,7 +406,18 @@ class ChickenFootSingleAgentEnv(gym.Env):
         }
 
 
-def make_env(**kwargs) -> ChickenFootSingleAgentEnv:
-    """Entry point for `gymnasium.make(ENV_ID, **kwargs)`."""
-    return ChickenFootSingleAgentEnv(**kwargs)
+# What `gymnasium.make(ENV_ID)` changes from the class's defaults (see `make_env`).
+GYM_MAKE_DEFAULTS = {"illegal_action": "penalize"}
+
+
+def make_env(config: ChickenFootConfig | dict | None = None, **kwargs) -> ChickenFootSingleAgentEnv:
+    """Entry point for `gymnasium.make(ENV_ID, **kwargs)`: the class, except that illegal actions
+    default to `"penalize"`, because generic Gymnasium tools (`check_env`, SB3's checker, plain
+    PPO) step unmasked random actions. An explicit `illegal_action` (a keyword, a key of a
+    `config` dict) or a `ChickenFootConfig` object is taken as given."""
+    if config is None:
+        kwargs = {**GYM_MAKE_DEFAULTS, **kwargs}
+    elif isinstance(config, dict):
+        config = {**GYM_MAKE_DEFAULTS, **config}
+    return ChickenFootSingleAgentEnv(config, **kwargs)
 
