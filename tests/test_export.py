@@ -257,3 +257,86 @@ def test_shipped_agent_is_weights_only_and_plays(observations, monkeypatch):
     policy = load_policy("ppo:checkpoints/ppo-4p-d9", ChickenFootConfig(), seed=0)
     for obs in observations:
         assert obs["action_mask"][policy.act(obs)] == 1
+
+
+# ------------------------------------------------------------------------------ issue 12
+def _move_out(path: Path, outside: Path) -> None:
+    """Replace `path` by a symlink to a copy of it in `outside` (as a crafted download might)."""
+    outside.mkdir(exist_ok=True)
+    target = outside / path.name
+    shutil.move(path, target)
+    path.symlink_to(target)
+
+
+SYMLINKED = {  # what is replaced by a symlink out of the folder; the export's source; options
+    "card.md": (lambda run, step: step / "card.md", "step", {}),
+    "card.json": (lambda run, step: step / "card.json", "step", {}),
+    "policy.npz": (lambda run, step: step / "policy.npz", "run", {}),
+    "run.json": (lambda run, step: run / "run.json", "run", {}),
+    "evals.jsonl": (lambda run, step: run / "evals.jsonl", "run", {}),
+    "model.zip": (lambda run, step: step / "model.zip", "step", {"allow_pickle": True}),
+}
+
+
+@pytest.mark.parametrize("name", list(SYMLINKED))
+def test_i12_10_export_does_not_follow_symlinks_out_of_the_source(smoke_run, tmp_path, capsys,
+                                                                  name):
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    step = ckpt.resolve_checkpoint(run)
+    (step / "card.md").write_text("# card\n")
+    if not (run / "evals.jsonl").is_file():
+        (run / "evals.jsonl").write_text('{"steps": 256}\n')
+    if name == "model.zip":
+        (step / "policy.npz").unlink()  # so the folder's model.zip is what would be read
+    where, source, options = SYMLINKED[name]
+    _move_out(where(run, step), tmp_path / "outside")
+    source = run if source == "run" else step
+    with pytest.raises(ckpt.CheckpointError, match=f"{name} leads to .*/outside/{name}, outside "
+                                                   ".*; export reads only files inside"):
+        ex.export(source, tmp_path / "out", **options)
+    assert not (tmp_path / "out").exists()
+    # The command line reports it on one `error:` line and exits 2.
+    argv = [str(source), str(tmp_path / "out")] + (["--allow-pickle"] if options else [])
+    with pytest.raises(SystemExit) as exit_info:
+        ex.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "outside" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_symlinks_inside_the_source_are_still_followed(smoke_run, tmp_path):
+    folder = tmp_path / "ckpt"
+    shutil.copytree(ckpt.resolve_checkpoint(smoke_run), folder)
+    (folder / "notes.md").write_text("# notes\n")
+    (folder / "card.md").symlink_to("notes.md")
+    out = ex.export(folder, tmp_path / "out")
+    assert (out / "card.md").read_text() == "# notes\n" and not (out / "card.md").is_symlink()
+
+
+def test_i12_09_export_refuses_deeply_nested_run_json_with_one_error_line(smoke_run, tmp_path,
+                                                                           capsys):
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    (run / "run.json").write_text("[" * 20_000 + "]" * 20_000)
+    with pytest.raises(SystemExit) as exit_info:
+        ex.main([str(run), str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert "run.json: not a run's run.json: JSON nested too deeply" in err[0]
+    (run / "run.json").write_text("{}")
+    (run / "evals.jsonl").write_text('{"ok": 1}\n' + "[" * 20_000 + "]" * 20_000 + "\n")
+    with pytest.raises(ckpt.CheckpointError, match="evals.jsonl: last line is not valid JSON"):
+        ex.export(run, tmp_path / "out")
+
+
+def test_i12_11_security_section_names_every_trust_boundary():
+    """Each way of making this project run someone else's code is named where users look."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## Security: loading checkpoints")
+    section = readme[start:readme.index("\n## ", start + 1)]
+    for boundary in ("--allow-pickle", "--resume", "module:factory", "YAML", "export",
+                     "policy_sha256", "latest.json"):
+        assert boundary in section, f"the Security section does not mention {boundary}"

@@ -19,6 +19,15 @@ runs). Its env config comes from `--config-json` / `--set field=value`, or from 
 `card.json`. Config flags given with any source must agree with the source's card
 (`CheckpointMismatchError` names the field). The written checkpoint is re-loaded and checked to
 pick the same actions as the source (for a zip: the same logits as the torch policy).
+
+What is read stays inside the folders given: every file an export reads or copies (card.json,
+policy.npz, model.zip found in a folder, card.md, learning_curve.png, and a run's run.json and
+evals.jsonl) must have its real path inside the real path of the folder it is found in — the
+source folder, or the run folder above a checkpoint — so a symlink in a downloaded folder cannot
+make the export read, or copy into the output you share, a file from elsewhere on this machine
+(`CheckpointError`). JSON is read through `checkpoints.read_json` (size-bounded, no
+`RecursionError`). Every refusal is a `ValueError`, so the command prints one `error:` line and
+exits 2.
 """
 
 from __future__ import annotations
@@ -77,21 +86,46 @@ def _check_given(card_config: dict, given: dict | None, where: str) -> ChickenFo
 
 
 # ---------------------------------------------------------------------------------- sources
+def _inside(path: Path, folder: Path) -> Path:
+    """`path`, after checking that its real path lies inside `folder`'s (module docstring)."""
+    real, top = path.resolve(), folder.resolve()
+    if not real.is_relative_to(top):
+        raise ckpt.CheckpointError(
+            f"{path} leads to {real}, outside {top} (a symlink?); export reads only files inside "
+            "the folder it is given. Copy the file in instead if you trust it"
+        )
+    return path
+
+
+def _last_json_line(path: Path):
+    """The JSON value on the last line of `path`, reading at most its final 64 KiB."""
+    with open(path, "rb") as handle:
+        handle.seek(max(0, handle.seek(0, 2) - (1 << 16)))
+        lines = handle.read().splitlines()
+    try:
+        return json.loads(lines[-1]) if lines else None
+    except (ValueError, RecursionError) as exc:  # a RecursionError is no ValueError: convert it
+        raise ckpt.CheckpointError(f"{path}: last line is not valid JSON ({exc!r:.200})") from None
+
+
 def _training_summary(card: dict, run_dir: Path | None) -> dict:
     if isinstance(card.get("training"), dict):
         return card["training"]  # a shipped card already has one
     summary = {key: card[key] for key in ("steps", "wall_time_s", "episode", "git", "kind",
                                           "train_config") if key in card}
     if run_dir is not None and (run_dir / "run.json").is_file():
-        info = json.loads((run_dir / "run.json").read_text())
+        info = ckpt.read_json(_inside(run_dir / "run.json", run_dir), ckpt.MAX_CARD_BYTES,
+                              "not a run's run.json")
+        if not isinstance(info, dict):
+            raise ckpt.CheckpointError(f"{run_dir / 'run.json'}: expected a JSON object")
         summary["run"] = run_dir.name
         summary["commands"] = ["python -m training.ppo " + " ".join(s.get("argv", []))
                                for s in info.get("sessions", [])]
         summary["packages"] = info.get("packages")
     if run_dir is not None and (run_dir / "evals.jsonl").is_file():
-        lines = (run_dir / "evals.jsonl").read_text().splitlines()
-        if lines:
-            summary["last_eval"] = json.loads(lines[-1])
+        last = _last_json_line(_inside(run_dir / "evals.jsonl", run_dir))
+        if last is not None:
+            summary["last_eval"] = last
     return summary
 
 
@@ -105,11 +139,16 @@ def _run_dir_of(source: Path, checkpoint: Path) -> Path | None:
 def from_checkpoint(source: Path, given: dict | None):
     """(weights, card, extra files, reference policy) from a run or checkpoint directory."""
     directory = ckpt.resolve_checkpoint(source)
+    # Everything read below must really lie inside the folder given (module docstring).
+    root = source if source.is_dir() else source.parent
+    for path in [directory] + [directory / name for name in ("card.json", "policy.npz")]:
+        _inside(path, root)
     card = ckpt.read_card(directory)
     _check_given(card["env_config"], given, str(directory / "card.json"))
     weights = ckpt.load_weights(directory, card)
     card = {**card, "training": _training_summary(card, _run_dir_of(source, directory))}
-    extra = {name: directory / name for name in DOC_FILES if (directory / name).is_file()}
+    extra = {name: _inside(directory / name, root) for name in DOC_FILES
+             if (directory / name).is_file()}
     reference = ckpt.NumpyPolicy(weights, card["activation"])
     return weights, card, extra, reference, f"checkpoint {directory}"
 
@@ -131,7 +170,8 @@ def from_pickled_zip(zip_path: Path, given: dict | None):
     from sb3_contrib import MaskablePPO
 
     sibling = zip_path.parent / "card.json"
-    sibling_card = ckpt.read_card(zip_path.parent) if sibling.is_file() else None
+    sibling_card = (ckpt.read_card(_inside(sibling, zip_path.parent).parent)
+                    if sibling.is_file() else None)
     if sibling_card is not None:
         config = _check_given(sibling_card["env_config"], given, str(sibling))
     elif given is not None:
@@ -170,7 +210,7 @@ def from_pickled_zip(zip_path: Path, given: dict | None):
     if sibling_card is not None:
         card = {**sibling_card, **card}
     card["training"] = _training_summary(sibling_card or card, None)
-    extra = {name: zip_path.parent / name for name in DOC_FILES
+    extra = {name: _inside(zip_path.parent / name, zip_path.parent) for name in DOC_FILES
              if sibling_card is not None and (zip_path.parent / name).is_file()}
     return weights, card, extra, _TorchReference(model), f"SB3 zip {zip_path} (--allow-pickle)"
 
@@ -218,6 +258,8 @@ def export(source: str | Path, out: str | Path, *, allow_pickle: bool = False,
                 f"{zip_path}: exporting from an SB3 zip needs --allow-pickle: "
                 f"{ckpt.PICKLE_WARNING}. Pass it only for a file you trust (e.g. your own run)"
             )
+        if zip_path != source:  # a model.zip found in the folder given, not a file named
+            _inside(zip_path, zip_path.parent)
         weights, card, extra, reference, origin = from_pickled_zip(zip_path, config)
     else:
         weights, card, extra, reference, origin = from_checkpoint(source, config)
