@@ -195,6 +195,12 @@ class raw_env(AECEnv):
         snap = self.engine.snapshot()
         snap["seeder"] = self._seeder.bit_generator.state
         snap["num_steps"] = getattr(self, "num_steps", 0)
+        # Rewards not yet handed out: `last()` gives each agent its cumulative reward at its next
+        # turn, so after a round end most seats' rewards are still waiting (snapshot version 2).
+        snap["rewards"] = {a: float(r) for a, r in getattr(self, "rewards", {}).items()}
+        snap["cumulative_rewards"] = {
+            a: float(r) for a, r in getattr(self, "_cumulative_rewards", {}).items()
+        }
         return snap
 
     def restore(self, snapshot: dict) -> None:
@@ -212,10 +218,25 @@ class raw_env(AECEnv):
                 raise SnapshotError("snapshot 'seeder' is not a valid PCG64 state") from err
         else:
             seeder = self._seeder
+        pending = {key: self._pending_rewards(snapshot, key) for key in ("rewards", "cumulative_rewards")}
         self.engine.restore(snapshot)
         self._seeder = seeder
         self._begin_game(num_steps=steps)
         self._after_engine_step([])
+        self.rewards.update(pending["rewards"])
+        self._cumulative_rewards.update(pending["cumulative_rewards"])
+
+    def _pending_rewards(self, snapshot: dict, key: str) -> dict[str, float]:
+        """`snapshot[key]` checked: {agent: finite number}; absent (version 1) means none."""
+        rewards = snapshot.get(key, {})
+        if not isinstance(rewards, dict) or not set(rewards) <= set(self.possible_agents):
+            raise SnapshotError(
+                f"snapshot {key!r} must map agents of {self.possible_agents} to rewards; got {rewards!r}"
+            )
+        for agent, value in rewards.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+                raise SnapshotError(f"snapshot {key!r}[{agent!r}] must be a finite number; got {value!r}")
+        return {agent: float(value) for agent, value in rewards.items()}
 
 
 __all__ = ["env", "raw_env", "IllegalActionError"]

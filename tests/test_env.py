@@ -18,6 +18,9 @@ CONFIGS = [
     {"num_players": 2, "max_pips": 6, "num_rounds": 2},
     {"num_players": 8, "max_pips": 12, "num_rounds": 1, "spinner_arms": 6},
     {"num_players": 3, "skip_forced": True, "reward_mode": "win", "num_rounds": 2},
+    # The R5 and R4/R13 variants (issue 12 item 22): a game to a target, a lower double starts.
+    {"num_players": 3, "max_pips": 6, "start_search": "lower_double", "target_score": 60},
+    {"num_players": 4, "max_pips": 6, "hand_size": 5, "start_search": "all_draw", "num_rounds": 3},
 ]
 
 
@@ -359,3 +362,58 @@ def test_default_hand_sizes_follow_the_rules_table():
     assert ChickenFootConfig().num_rounds == 10
     with pytest.raises(ValueError, match="unknown config field"):
         ChickenFootConfig.from_dict({"players": 3})
+
+
+@pytest.mark.parametrize("reward_mode", ["zero_sum", "win"])
+def test_i12_07_pending_rewards_survive_snapshot_and_restore(reward_mode):
+    """After a round (or the game) ends, every seat's reward waits in `_cumulative_rewards`
+    until that agent's next `last()`. A snapshot taken then, restored into another env (via
+    JSON), hands each agent exactly what the original does."""
+    cfg = {"num_players": 3, "max_pips": 6, "num_rounds": 2, "reward_mode": reward_mode}
+    original = cf_env.env(**cfg)
+    original.reset(seed=5)
+    raw = original.unwrapped
+    rng = np.random.default_rng(5)
+    rounds = 0
+    while rounds < (1 if reward_mode == "zero_sum" else 2):  # the game's end for "win"
+        mask = original.last()[0]["action_mask"]
+        original.step(int(rng.choice(np.flatnonzero(mask))))
+        rounds = len(raw.engine.scores[0])
+    pending = dict(raw._cumulative_rewards)
+    assert sum(1 for r in pending.values() if r != 0) >= 2  # seats that have not yet seen theirs
+    copy = cf_env.env(**cfg)
+    copy.reset(seed=99)
+    copy.unwrapped.restore(json.loads(json.dumps(raw.snapshot())))
+    assert copy.unwrapped._cumulative_rewards == pending
+    assert copy.unwrapped.rewards == raw.rewards
+    # Each agent, at its next turn, gets the same reward from both.
+    for _ in range(2 * cfg["num_players"]):
+        if not original.agents:
+            break
+        assert copy.agent_selection == original.agent_selection
+        got, want = copy.last(), original.last()
+        assert got[1] == want[1]
+        action = None if want[2] or want[3] else int(np.flatnonzero(want[0]["action_mask"])[0])
+        original.step(action)
+        copy.step(action)
+    assert copy.agents == original.agents
+
+
+@pytest.mark.parametrize(
+    "key, value, fragment",
+    [
+        ("rewards", [0.5], "'rewards' must map agents"),
+        ("cumulative_rewards", {"player_9": 1.0}, "'cumulative_rewards' must map agents"),
+        ("cumulative_rewards", {"player_0": float("nan")}, "finite number"),
+        ("rewards", {"player_1": "1"}, "finite number"),
+        ("rewards", {"player_1": True}, "finite number"),
+    ],
+)
+def test_i12_07_bad_pending_rewards_are_refused_and_change_nothing(key, value, fragment):
+    env = cf_env.raw_env(num_players=3)
+    env.reset(seed=2)
+    snap = env.snapshot()
+    before = json.dumps(snap, sort_keys=True)
+    with pytest.raises(cf_env.SnapshotError, match=fragment):
+        env.restore({**snap, key: value})
+    assert json.dumps(env.snapshot(), sort_keys=True) == before

@@ -764,3 +764,142 @@ def test_env_rejects_corrupted_snapshot_and_changes_nothing(kind, change, fragme
     assert fragment in str(err.value), str(err.value)
     assert env_frozen(env) == before
     env.step(int(np.flatnonzero(env.last()[0]["action_mask"])[0]))
+
+
+# ============================================================================ issue 12 item 6
+# States the rules cannot produce are refused (SnapshotError, nothing changed), and a game
+# restored without its layout keeps producing snapshots that restore.
+def _move_hand_to_boneyard(s: dict) -> dict:
+    seat = (s["current"] + 1) % 3
+    s["boneyard"] += s["hands"][seat]
+    s["hands"][seat] = []
+    return s
+
+
+def _played_twice(s: dict) -> dict:
+    seat = next(k for k, tiles in enumerate(s["played_by"]) if tiles)
+    s["played_by"][(seat + 1) % 3].append(s["played_by"][seat][0])
+    return s
+
+
+def _start_double_played(s: dict) -> dict:
+    s["played_by"][0].append([6 - s["round"]] * 2)
+    return s
+
+
+def _without_arms(change):
+    def drop(s: dict) -> dict:
+        del s["arms"], s["foot_arm"]
+        return change(s)
+
+    return drop
+
+
+def _open_end_changed(s: dict) -> dict:
+    # Same number of open ends, one of another value: the table's tiles cannot show it.
+    v = s["open_ends"][0]
+    s["open_ends"][0] = next(w for w in range(7) if w != v and w not in s["open_ends"])
+    return s
+
+
+I12_06_UNREACHABLE = [
+    ("empty_hand_mid_round", _move_hand_to_boneyard, "empty"),
+    ("tile_in_two_seats_played_by", _played_twice, "played_by"),
+    ("start_double_in_played_by", _start_double_played, "start double"),
+    ("open_ends_value_off_the_table", _without_arms(_open_end_changed), "open_ends"),
+    ("open_ends_one_too_many", _without_arms(_do(lambda s: s["open_ends"].append(s["open_ends"][0]))), "open_ends"),
+    ("open_ends_one_short", _without_arms(_do(lambda s: s["open_ends"].pop())), "open_ends"),
+    ("version_newer", _set("version", 3), "version"),
+    ("version_str", _set("version", "1"), "version"),
+    ("version_bool", _set("version", True), "version"),
+    ("version_none", _set("version", None), "version"),
+]
+
+
+@pytest.mark.parametrize(
+    "change, fragment", [c[1:] for c in I12_06_UNREACHABLE], ids=[c[0] for c in I12_06_UNREACHABLE]
+)
+def test_i12_06_restore_rejects_states_the_rules_cannot_produce(change, fragment):
+    base = snapshot_base("foot")
+    bad = change(copy.deepcopy(base))
+    target = find_engine(SNAP_CFG, lambda e: len(e.history) == 9, seeds=[77])
+    before = frozen(target)
+    with pytest.raises(SnapshotError) as err:
+        target.restore(bad)
+    assert fragment in str(err.value), str(err.value)
+    assert frozen(target) == before
+    # The base itself restores, also without its arms: only the change is refused.
+    target.restore(copy.deepcopy(base))
+    target.restore(_without_arms(lambda s: s)(copy.deepcopy(base)))
+
+
+def test_i12_06_hand_bound_is_the_deal_plus_the_tiles_that_left_the_boneyard():
+    from positions import build
+
+    def hands(sizes: list[int]) -> list[list[tuple[int, int]]]:
+        tiles = [(a, b) for a in range(9) for b in range(a, 10) if (a, b) != (9, 9)]
+        out, k = [], 0
+        for size in sizes:
+            out.append(tiles[k : k + size])
+            k += size
+        return out
+
+    # 55 tiles, 4 × 7 dealt: seat 0 holds 10 (3 drawn), seat 1 placed the start double; 24 in
+    # the boneyard, so exactly 3 tiles left it: reachable.
+    engine = build(hands=hands([10, 6, 7, 7]), arms=[])
+    assert engine.hand_counts == [10, 6, 7, 7] and len(engine.boneyard) == 24
+    # One more tile in seat 0 (from seat 1): 4 past the deal, 3 drawn: not reachable.
+    before = frozen(engine)
+    bad = engine.snapshot()
+    bad["hands"][0].append(bad["hands"][1].pop())
+    with pytest.raises(SnapshotError, match=r"exceed the deal of 7 by 4 tiles, but only 3"):
+        engine.restore(bad)
+    assert frozen(engine) == before
+
+
+def test_i12_06_a_game_restored_without_arms_snapshots_and_restores_again():
+    """README: a snapshot without `arms` is accepted. Every later snapshot of that game (its
+    stand-in layout left out) must restore again and continue identically."""
+    cfg = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=2)
+    for seed in range(6):
+        cut = 6 + 3 * seed
+        original = find_engine(cfg, lambda e, cut=cut: len(e.history) == cut, seeds=[seed])
+        snap = original.snapshot()
+        del snap["arms"], snap["foot_arm"]
+        bare = Engine(cfg, seed=1)
+        bare.restore(snap)
+        policy = np.random.default_rng(seed)
+        while not original.game_over:
+            again = json.loads(json.dumps(bare.snapshot()))
+            twin = Engine(cfg, seed=2)
+            twin.restore(again)  # raised "the arms do not hold exactly the table's tiles"
+            assert twin.snapshot() == again
+            # Stand-in arms are left out until the next round deals a real layout.
+            assert ("arms" in again) == (bare.round != snap["round"])
+            action = int(policy.choice(original.legal_actions()))
+            assert bare.step(action) == original.step(action) == twin.step(action)
+            assert bare.legal_actions() == original.legal_actions() == twin.legal_actions()
+        assert bare.scores == original.scores and bare.winners == original.winners
+
+
+# ============================================================================ issue 12 item 18
+def test_i12_18_double_blank_value_is_bounded_by_twice_points_scale():
+    for max_pips in (6, 9, 18):
+        top = ChickenFootConfig(max_pips=max_pips).points_scale * 2
+        assert ChickenFootConfig(max_pips=max_pips, double_blank_value=int(top)).double_blank_value == top
+        with pytest.raises(ValueError) as err:
+            ChickenFootConfig(max_pips=max_pips, double_blank_value=int(top) + 1)
+        assert f"double_blank_value must be 0..{int(top)}" in str(err.value)
+    # Every published value fits on every set; rewards and the observation's bound stay finite.
+    for value in (0, 25, 50, 100):
+        cfg = ChickenFootConfig(max_pips=6, double_blank_value=value)
+        env = cf_env.raw_env(**cfg.to_dict())
+        assert np.isfinite(env.observation_space("player_0")["observation"].high).all()
+
+
+def test_unknown_config_field_suggests_the_nearest_field():
+    with pytest.raises(ValueError) as err:
+        ChickenFootConfig.from_dict({"num_player": 3, "zzz": 1})
+    message = str(err.value)
+    assert message.startswith("unknown config field(s) ['num_player', 'zzz']; valid fields: [")
+    assert "did you mean 'num_player' -> 'num_players'?" in message
