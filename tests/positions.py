@@ -24,15 +24,18 @@ def build(
     drawn: tuple[int, int] | None = None,
     scores: list[list[int]] | None = None,
     seed: int = 0,
+    center: int | None = None,
 ) -> Engine:
     """Arms are (parent, [(attached, free), ...]); parent -1 is the centre double.
+
+    `center` overrides the round's double (R4) for `start_search="lower_double"` (R5 variant).
 
     `foot=(double, toes_left)` with `foot_arm` naming the arm that ends in that double.
     Tiles the test does not place go to the bottom of the boneyard, or to seat `leftovers`'s hand.
     """
     cfg = config or ChickenFootConfig()
     tables = tile_tables(cfg.max_pips)
-    center = cfg.max_pips - round
+    center = cfg.max_pips - round if center is None else center
     engine = Engine(cfg, seed=seed)
     used = {tables.tile_id[center, center]}
     norm = lambda pair: [min(pair), max(pair)]  # noqa: E731

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from positions import actions, build, play
 
-from cf_env import ChickenFootConfig, Engine, IllegalActionError
+from cf_env import ChickenFootConfig, Engine, IllegalActionError, SnapshotError
+from cf_env.observation import Encoder
 from cf_env.tiles import tile_tables
 
 CROSS = [(-1, [(9, 1)]), (-1, [(9, 2)]), (-1, [(9, 3)]), (-1, [(9, 4)])]  # R7 arms all filled
@@ -367,3 +368,157 @@ def test_advance_rejects_an_illegal_choice_and_changes_nothing():
     with pytest.raises(IllegalActionError, match="not legal"):
         engine.advance(-1, choosers)
     assert engine.snapshot() == before
+
+
+# ---------------------------------------------------------------- R5 / R4 / R13 variants (issue 12 item 22)
+def first_deal(cfg: ChickenFootConfig, seed: int) -> tuple[list[list[int]], list[int]]:
+    """R3 as the engine deals it: seat s takes the s-th block of `hand_size` tiles of the
+    seeded permutation; the rest is the boneyard, drawn from its start."""
+    order = np.random.default_rng(seed).permutation(cfg.num_tiles).tolist()
+    size, n = cfg.hand_size, cfg.num_players
+    return [order[s * size : (s + 1) * size] for s in range(n)], order[n * size :]
+
+
+def seeds_where(cfg: ChickenFootConfig, predicate, wanted: int = 3) -> list[int]:
+    found = [seed for seed in range(3000) if predicate(*first_deal(cfg, seed))]
+    assert len(found) >= wanted, "no seed dealt the wanted position"
+    return found[:wanted]
+
+
+def test_i12_22_all_draw_every_seat_draws_at_once_until_the_double_appears():
+    cfg = ChickenFootConfig(num_players=3, start_search="all_draw")
+    start = int(tile_tables(9).double_id[9])
+    for seed in seeds_where(cfg, lambda hands, bone: start in bone[3:]):
+        hands, bone = first_deal(cfg, seed)
+        found = bone.index(start)  # the double is the (found+1)-th tile drawn
+        batch_end = (found // 3 + 1) * 3  # the whole batch draws, at once
+        engine = Engine(cfg, seed=seed)
+        for k, tile in enumerate(bone[:batch_end]):  # seat k % 3 draws the k-th tile (round 0)
+            if tile != start:
+                assert engine.hands[k % 3, tile]
+        holder = found % 3
+        expected = [cfg.hand_size + batch_end // 3] * 3
+        expected[holder] -= 1  # then places the double
+        assert engine.hand_counts == expected
+        assert len(engine.boneyard) == len(bone) - batch_end
+        assert engine.start_seat == holder and engine.current == (holder + 1) % 3
+        assert engine.center == 9 and engine.on_table[start]
+
+
+def test_i12_22_all_draw_a_last_batch_the_boneyard_cannot_fill():
+    # Double-6, 3 players of 7: the boneyard holds 7 tiles, so the third batch is one tile.
+    cfg = ChickenFootConfig(max_pips=6, num_players=3, start_search="all_draw")
+    start = int(tile_tables(6).double_id[6])
+    for seed in seeds_where(cfg, lambda hands, bone: bone[-1] == start, wanted=1):
+        engine = Engine(cfg, seed=seed)
+        assert engine.boneyard == []
+        assert engine.hand_counts == [7 + 3 - 1, 7 + 2, 7 + 2]  # seat 0 drew it, placed it
+        assert engine.start_seat == 0 and engine.current == 1
+
+
+def test_i12_22_lower_double_the_highest_lower_double_held_starts_the_round():
+    cfg = ChickenFootConfig(start_search="lower_double")
+    ids = tile_tables(9).double_id
+    held = lambda hands, value: any(int(ids[value]) in h for h in hands)  # noqa: E731
+    for seed in seeds_where(cfg, lambda hands, bone: not held(hands, 9)):
+        hands, bone = first_deal(cfg, seed)
+        value = max(v for v in range(9) if held(hands, v))
+        holder = next(s for s, h in enumerate(hands) if int(ids[value]) in h)
+        engine = Engine(cfg, seed=seed)
+        assert engine.center == value and engine.on_table[ids[value]]
+        assert not engine.on_table[ids[9]] and engine.round == 0  # the round is still round 0
+        assert engine.hand_counts == [7 - (s == holder) for s in range(4)]  # nobody drew
+        assert engine.start_seat == holder and engine.current == (holder + 1) % 4
+        assert engine.playable_values() == [value]  # R7: the spinner is the lower double
+        layout = Encoder(cfg).layout
+        obs = layout.view(Encoder(cfg).observe(engine, 0))
+        assert np.flatnonzero(obs["center"]).tolist() == [value]
+        assert np.flatnonzero(obs["round"]).tolist() == [0]
+
+
+def test_i12_22_lower_double_with_no_lower_double_held_searches_as_r5():
+    # Two hands of 2: often no double at all is dealt. Then the round's own double is drawn
+    # for in turns (R5), from seat round % n = 0.
+    cfg = ChickenFootConfig(num_players=2, hand_size=2, start_search="lower_double")
+    ids = {int(i) for i in tile_tables(9).double_id}
+    start = int(tile_tables(9).double_id[9])
+    for seed in seeds_where(cfg, lambda hands, bone: not ids & set(hands[0] + hands[1])):
+        hands, bone = first_deal(cfg, seed)
+        draws = bone.index(start) + 1
+        engine = Engine(cfg, seed=seed)
+        assert engine.center == 9
+        expected = [2 + len(range(s, draws, 2)) for s in range(2)]
+        expected[(draws - 1) % 2] -= 1
+        assert engine.hand_counts == expected
+
+
+def test_i12_22_lower_double_next_round_counts_down_from_its_own_double():
+    # Round 0 was started by 5|5 (nobody held 9|9 .. 6|6); round 1 is still double-8's (R4).
+    cfg = ChickenFootConfig(num_players=3, num_rounds=3, start_search="lower_double")
+    arms = [(-1, [(5, v)]) for v in (1, 2, 3, 4)]
+    engine = build(cfg, hands=[[(1, 7)], [(2, 8)], [(3, 9)]], arms=arms, center=5)
+    assert engine.center == 5 and engine.playable_values() == [1, 2, 3, 4]
+    rng = np.random.default_rng()
+    rng.bit_generator.state = engine.snapshot()["rng"]
+    order = rng.permutation(cfg.num_tiles).tolist()  # the next deal
+    hands = [order[s * 7 : (s + 1) * 7] for s in range(3)]
+    ids = tile_tables(9).double_id
+    expected = next(v for v in range(8, -1, -1) if any(int(ids[v]) in h for h in hands))
+    play(engine, "1|7@1")
+    assert engine.round == 1 and engine.center == expected <= 8
+    # The same snapshot is refused where the variant is off: centre 5 is not round 0's (R4).
+    snap = engine.snapshot()
+    snap["center"], snap["config"]["start_search"] = 3, "turns"
+    with pytest.raises(SnapshotError, match="center must be 8"):
+        Engine(ChickenFootConfig(num_players=3, num_rounds=3)).restore(snap)
+
+
+TARGET = ChickenFootConfig(max_pips=6, num_players=3, target_score=60)
+ZERO_ARMS = [(-1, [(0, v)]) for v in (1, 2, 3, 4)]  # round 6 of double-6: the double-blank's
+
+
+def target_round_end(earlier: list[list[int]]) -> Engine:
+    """Seat 0 goes out in the double-blank round; seats 1 and 2 keep 8 and 6 points."""
+    engine = build(TARGET, hands=[[(1, 5)], [(2, 6)], [(3, 3)]], arms=ZERO_ARMS, round=6,
+                   scores=earlier)
+    assert play(engine, "1|5@1") == [[0, 8, 6]]
+    return engine
+
+
+def test_i12_22_target_score_the_countdown_restarts_while_nobody_passes_the_target():
+    # Totals 30, 52 + 8 = 60, 42: reaching the target is not passing it.
+    engine = target_round_end([[5] * 6, [9, 9, 9, 9, 8, 8], [6] * 6])
+    assert not engine.game_over and engine.totals() == [30, 60, 42]
+    assert engine.round == 0 and engine.center == 6  # double-6 again (R4 countdown restarts)
+    assert [len(s) for s in engine.scores] == [7, 7, 7]  # more rounds than num_rounds
+    obs = Encoder(TARGET).layout.view(Encoder(TARGET).observe(engine, 0))
+    assert np.flatnonzero(obs["round"]).tolist() == [0]  # the place in the countdown
+    assert (obs["scores"] <= Encoder(TARGET).layout.view(Encoder(TARGET).layout.high)["scores"]).all()
+
+
+def test_i12_22_target_score_the_game_ends_in_the_round_a_total_passes_it():
+    engine = target_round_end([[5] * 6, [9] * 6, [6] * 6])  # seat 1: 54 + 8 = 62 > 60
+    assert engine.game_over and engine.round == 6 and engine.totals() == [30, 62, 42]
+    assert engine.winners == [0]  # R13: the lowest total
+    assert not engine.legal_action_mask().any()
+
+
+def test_i12_22_target_score_ties_break_as_r13():
+    # Seats 0 and 2 tie on 36; seat 0 has a zero round (this one), seat 2 none.
+    engine = target_round_end([[6] * 6, [9] * 6, [5] * 6])
+    assert engine.game_over and engine.totals() == [36, 62, 36]
+    assert engine.winners == [0]
+
+
+def test_i12_22_target_score_restore_checks_the_totals_against_the_target():
+    ok = build(TARGET, hands=[[(1, 5)], [(2, 6)], [(3, 3)]], arms=ZERO_ARMS, round=6,
+               scores=[[5] * 6, [9] * 6, [6] * 6])
+    snap = ok.snapshot()
+    over = {**snap, "scores": [[5] * 6, [11] * 6, [6] * 6]}  # 66 > 60, yet the game runs
+    with pytest.raises(SnapshotError, match="pass target_score 60"):
+        ok.restore(over)
+    wrong_count = {**snap, "scores": [[5] * 5, [9] * 5, [6] * 5]}  # round 6 needs 6 mod 7
+    with pytest.raises(SnapshotError, match="6 mod 7"):
+        ok.restore(wrong_count)
+    ok.restore({**snap, "scores": [[1] * 13, [2] * 13, [3] * 13]})  # the second countdown
+    assert ok.totals() == [13, 26, 39] and ok.round == 6
