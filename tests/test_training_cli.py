@@ -1,0 +1,306 @@
+"""The training command line (`python -m training.ppo`, issue 12 items 12-15 and 21): what
+`--resume` may change and that the loaded model really trains with it, checks before any file is
+written, what the session reports, `error:` lines for the user's mistakes, and one learning-curve
+point per evaluated step.
+
+Runs are tiny (configs/smoke.yaml cut to 128 steps, one rollout) so the module stays fast."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cf_env import ChickenFootConfig
+from cf_env.policies import validate_policy_spec
+from training import checkpoints as ckpt
+from training import ppo
+from training.config import load_config
+from training.plot import load_evals
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = str(ROOT / "configs" / "smoke.yaml")
+TINY = ["--config", SMOKE, "--set", "total_steps=128", "--set", "eval.every_steps=128"]
+
+
+def run_main(argv: list[str]) -> tuple[object, str]:
+    """`ppo.main(argv)` -> (its return value or the SystemExit code, what it wrote on stderr)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            result = ppo.main(argv)
+        except SystemExit as exc:
+            result = exc.code
+    return result, err.getvalue()
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory) -> tuple[Path, str]:
+    """A finished 128-step run (one rollout, one evaluation) and what it printed."""
+    runs = tmp_path_factory.mktemp("runs")
+    result, err = run_main([*TINY, "--set", f"runs_dir={runs}", "--set", "run_name=base"])
+    assert isinstance(result, Path), err
+    return runs / "base", err
+
+
+NEW_PPO = {"learning_rate": 1e-4, "clip_range": 0.1, "ent_coef": 0.05, "n_epochs": 2,
+           "batch_size": 32, "gamma": 0.9, "gae_lambda": 0.8, "vf_coef": 0.25,
+           "max_grad_norm": 0.3}
+
+
+@pytest.fixture(scope="module")
+def resumed(base_run, tmp_path_factory):
+    """The base run copied and resumed to 256 steps with every appliable ppo.* field changed.
+
+    Records, after each PPO update of the session, the values the loaded model trained with.
+    """
+    from sb3_contrib import MaskablePPO
+
+    run = tmp_path_factory.mktemp("resumed") / "base"
+    shutil.copytree(base_run[0], run)
+    seen: list[dict] = []
+    original = MaskablePPO.train
+
+    def spy(self):
+        updates = self._n_updates
+        original(self)
+        seen.append({
+            "learning_rate": self.policy.optimizer.param_groups[0]["lr"],
+            "clip_range": self.clip_range(self._current_progress_remaining),
+            "ent_coef": self.ent_coef,
+            "n_epochs": self._n_updates - updates,  # the passes actually made
+            "batch_size": self.batch_size,
+            "gamma": self.rollout_buffer.gamma,
+            "gae_lambda": self.rollout_buffer.gae_lambda,
+            "vf_coef": self.vf_coef,
+            "max_grad_norm": self.max_grad_norm,
+        })
+
+    sets = [f"ppo.{k}={v}" for k, v in NEW_PPO.items()] + ["total_steps=256", "progress_bar=true"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(MaskablePPO, "train", spy)
+        result, err = run_main(["--resume", str(run), *[a for s in sets for a in ("--set", s)]])
+    assert isinstance(result, Path), err
+    return run, seen, err
+
+
+# ------------------------------------------------------------------------------ item 12
+def test_i12_12_resume_trains_with_the_changed_hyperparameters(resumed):
+    run, seen, _ = resumed
+    assert seen, "the resumed session made no PPO update"
+    for values in seen:
+        assert values == pytest.approx(NEW_PPO)
+    # What the files say is what trained.
+    saved = yaml.safe_load((run / "config.yaml").read_text())
+    card = ckpt.read_card(ckpt.resolve_checkpoint(run))
+    assert card["steps"] == 256
+    for key, value in NEW_PPO.items():
+        assert saved["ppo"][key] == pytest.approx(value)
+        assert card["train_config"]["ppo"][key] == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("seed=5", "seed"),
+        ("num_envs=4", "num_envs"),
+        ("ppo.n_steps=32", "ppo.n_steps"),
+        ("ppo.net_arch=[8]", "ppo.net_arch"),
+        ("ppo.activation=relu", "ppo.activation"),
+        ("env.episode=game", "env.episode"),
+        ("env.rules={num_players: 3}", "env.rules"),
+        ("run_name=other", "run_name"),
+    ],
+)
+def test_i12_12_resume_refuses_fixed_fields_and_changes_no_file(base_run, tmp_path, override,
+                                                                 field):
+    run = tmp_path / "base"
+    shutil.copytree(base_run[0], run)
+    before = files_of(run)
+    code, err = run_main(["--resume", str(run), "--set", "total_steps=256", "--set", override])
+    assert code == 2
+    assert err.startswith("error: cannot change on --resume") and f"{field} (" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert files_of(run) == before
+
+
+def test_i12_12_failed_resume_changes_no_file(base_run, tmp_path):
+    """Problems found after the overrides parse (a bad spec, a bad range) leave the run as it was."""
+    run = tmp_path / "base"
+    shutil.copytree(base_run[0], run)
+    before = files_of(run)
+    for sets in (["ppo.learning_rate=2e-4", "eval.opponents=[greedy, gredy]"],
+                 ["ppo.learning_rate=2e-4", "ppo.clip_range=0"]):
+        code, err = run_main(["--resume", str(run), "--set", "total_steps=256",
+                              *[a for s in sets for a in ("--set", s)]])
+        assert code == 2 and err.startswith("error: ")
+    assert "gredy" in run_main(["--resume", str(run), "--set", "eval.opponents=[gredy]",
+                                "--set", "eval.best_metric=gredy"])[1]
+    assert files_of(run) == before
+
+
+# ------------------------------------------------------------------------------ item 13
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("ppo.gamma=1.5", r"ppo.gamma must be in \(0, 1\]; got 1.5"),
+        ("ppo.gamma=0", r"ppo.gamma must be in \(0, 1\]"),
+        ("ppo.clip_range=0", r"ppo.clip_range must be in \(0, 1\]"),
+        ("ppo.learning_rate=-1e-4", "ppo.learning_rate must be a finite number > 0"),
+        ("ppo.learning_rate=nan", "ppo.learning_rate must be a finite number > 0"),
+        ("ppo.gae_lambda=2", r"ppo.gae_lambda must be in \[0, 1\]"),
+        ("ppo.batch_size=1", "ppo.batch_size must be >= 2"),
+        ("opponents.max_snapshots=0", "opponents.max_snapshots must be >= 1"),
+        ("opponents.snapshot_weight=-1", "opponents.snapshot_weight must be a number >= 0"),
+        ("opponents.bots={greedy: 0}", "opponents.bots needs a spec with a weight > 0"),
+        ("opponents.bots={greedy: true}", "opponents.bots weights must be numbers"),
+        ("eval.workers=0", "eval.workers must be >= 1"),
+        ("eval.opponents=[1]", "eval.opponents must list policy specs"),
+        ("seed=-1", r"seed must be an int in 0\.\.2147483647"),
+        ("seed=4294967296", r"seed must be an int in 0\.\.2147483647"),
+        ("ppo=[1]", "ppo is a section"),
+        ("seed=[1", r"--set seed: '\[1' is not a YAML value"),
+        ("ppo..gamma=1", "section.field=value"),
+    ],
+)
+def test_i12_13_config_ranges_and_types_are_checked(override, message):
+    with pytest.raises(ValueError, match=message):
+        load_config(SMOKE, [override])
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("gredy", "unknown policy spec 'gredy'; valid: greedy"),
+        ("greedy:3", "'greedy' takes no ':<argument>'"),
+        ("ismcts:many", "iterations must be a positive int"),
+        ("ppo:no/such/run", "policy spec 'ppo:no/such/run': no checkpoint at"),
+        ("no_such_module:make", "cannot import module 'no_such_module'"),
+        ("cf_env.bots:no_factory", "module 'cf_env.bots' has no callable 'no_factory'"),
+    ],
+)
+def test_i12_13_validate_policy_spec_names_the_problem(spec, message):
+    with pytest.raises(ValueError, match=message):
+        validate_policy_spec(spec, ChickenFootConfig())
+    validate_policy_spec("ismcts:5", ChickenFootConfig())  # good specs pass
+    validate_policy_spec(f"ppo:{ROOT / 'checkpoints' / 'ppo-4p-d9'}", ChickenFootConfig())
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("opponents.bots={greedy: 1, heuristc: 1}", "opponents.bots: unknown policy spec 'heuristc'"),
+        ("eval.opponents=[greedy, ismcts:x]", "eval.opponents: policy spec 'ismcts:x'"),
+        # A checkpoint trained for another game: the shipped agent is 4-player.
+        ("env.rules={num_players: 3}", "num_players: checkpoint 4 vs env 3"),
+    ],
+)
+def test_i12_13_bad_spec_fails_before_the_run_directory_exists(tmp_path, override, message):
+    shipped = ROOT / "checkpoints" / "ppo-4p-d9"
+    code, err = run_main([*TINY, "--set", f"runs_dir={tmp_path}", "--set", "run_name=bad",
+                          "--set", f"opponents.bots={{greedy: 1, 'ppo:{shipped}': 1}}",
+                          "--set", override])
+    assert code == 2 and message in err and err.startswith("error: ")
+    assert not (tmp_path / "bad").exists()
+
+
+def test_i12_13_a_run_that_fails_before_its_first_checkpoint_leaves_no_folder(tmp_path,
+                                                                              monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("env construction failed")
+
+    monkeypatch.setattr(ppo, "make_vec_env", broken)
+    with pytest.raises(RuntimeError, match="env construction failed"):  # a bug: it propagates
+        run_main([*TINY, "--set", f"runs_dir={tmp_path}", "--set", "run_name=r"])
+    assert not (tmp_path / "r").exists()  # the same command can run again
+
+
+def test_i12_13_failed_evaluations_make_the_command_exit_1(tmp_path, monkeypatch):
+    import training.evaluate
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("evaluation broke")
+
+    monkeypatch.setattr(training.evaluate, "evaluate", broken)
+    code, err = run_main([*TINY, "--set", f"runs_dir={tmp_path}", "--set", "run_name=r",
+                          "--set", "eval.every_steps=64"])
+    assert code == 1
+    assert "evaluation broke" in err and "2 evaluation(s) FAILED" in err
+    assert ckpt.read_card(ckpt.resolve_checkpoint(tmp_path / "r"))["steps"] == 128
+
+
+# ------------------------------------------------------------------------------ item 14
+def test_i12_14_a_new_run_says_where_it_is_and_sums_up(base_run):
+    run, err = base_run
+    assert f"starting run {run} at step 0 of 128" in err
+    assert "step 128: win rate" in err and "vs greedy (4 duplicate single-round deals)" in err
+    assert f"run {run} done: step 128 of 128 (128 steps this session in" in err
+    assert "last evaluation, step 128: win rate" in err
+    assert f"checkpoint: {run / 'checkpoints' / 'step_000000128'}" in err
+
+
+def test_i12_14_resume_reports_the_run_not_the_session(resumed):
+    run, _, err = resumed
+    assert f"resuming run {run} at step 128 of 256" in err
+    assert "ppo.learning_rate: 0.0003 -> 0.0001" in err
+    # One progress count, over the run's steps: it starts at 128 of 256 and ends at 256 of 256
+    # (a bar over the session alone would count 0..128 of 128).
+    assert "128/256" in err and "256/256" in err and "/128 " not in err
+    assert f"run {run} done: step 256 of 256 (128 steps this session in" in err
+    assert "last evaluation, step 256:" in err
+
+
+def test_i12_14_resuming_a_complete_run_says_so_and_changes_nothing(resumed, tmp_path):
+    run = tmp_path / "base"
+    shutil.copytree(resumed[0], run)
+    before = files_of(run)
+    result, err = run_main(["--resume", str(run), "--set", "ppo.learning_rate=5e-5"])
+    assert result == ckpt.resolve_checkpoint(run)
+    assert f"run {run} is already complete: step 256 of 256" in err
+    assert files_of(run) == before  # no re-evaluation, no new session, config.yaml untouched
+
+
+# ------------------------------------------------------------------------------ item 15
+def test_i12_15_user_errors_print_one_error_line_and_exit_2(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "training.ppo", "--config", str(tmp_path / "missing.yaml")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: config file") and "missing.yaml' not found" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    for argv in (
+        ["--resume", str(tmp_path / "nothing")],                     # no run there
+        [*TINY, "--set", "seed"],                                     # bad --set
+        [*TINY, "--set", "ppo.n_steps=abc"],                          # wrong type
+        [*TINY, "--set", "opponents.bots={ppo:nowhere: 1}"],          # missing checkpoint
+    ):
+        code, err = run_main(argv)
+        assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, (argv, err)
+
+
+# ------------------------------------------------------------------------------ item 21
+def test_i12_21_the_curve_has_one_point_per_evaluated_step(tmp_path):
+    def line(steps, mean):
+        win = {"mean": mean, "ci_low": mean - 0.1, "ci_high": mean + 0.1}
+        return json.dumps({"steps": steps, "opponent": "greedy", "win_rate": win,
+                           "round_score": win, "deals": 4, "single_round": True})
+
+    # A session that re-evaluated the step it resumed from logged step 256 twice.
+    (tmp_path / "evals.jsonl").write_text(
+        "\n".join([line(128, 0.2), line(256, 0.3), line(256, 0.35), line(384, 0.4)]) + "\n")
+    entries = load_evals(tmp_path)["greedy"]
+    assert [e["steps"] for e in entries] == [128, 256, 384]
+    assert entries[1]["win_rate"]["mean"] == 0.35  # the latest evaluation of that step
