@@ -4,13 +4,17 @@ The heart of this file is `RefRound`, a second implementation of one round's rul
 written from RULES.md and the action contract alone: it never calls the engine's mask,
 placement or scoring code. Every playout is checked step by step against it:
 
+* every round's deal and start follow R3/R5 from the seeded permutation, with the start-double
+  search variants (`start_search`: turns, all draw at once, drop to a lower double);
 * tiles are conserved (hands + boneyard + table = the full set, each tile exactly once; R1, R3);
 * the engine's action mask equals the reference's legal set and is never empty while the game
   runs (R6–R9, the action contract);
 * hands, boneyard order, open ends, empty spinner arms, the pending foot and the acting seat agree;
 * rounds end exactly when the reference says (R11), within a bound on their length;
 * round points are the pips left in each hand, the double-blank counted per config and the
-  player who went out scoring 0 (R12); winners follow R13 (or a shared win with tie_break="none");
+  player who went out scoring 0 (R12); the game ends after `num_rounds` rounds (R4) or, with
+  `target_score`, after the round in which a total passes it (the countdown of doubles
+  restarting); winners follow R13 (or a shared win with tie_break="none");
 * `skip_forced` plays the same game, only without asking the forced decisions;
 * snapshot -> JSON -> restore continues identically (observations, masks, later rounds' deals),
   in the engine and through the AEC env.
@@ -43,6 +47,9 @@ FUZZ = settings(
 # Rounds per game the fuzzer plays on each set: all of them on double-6 (full games, R4 down
 # to the double-blank), fewer on the big sets whose rounds are long.
 ROUND_CAP = {6: 7, 9: 3, 12: 2, 15: 1, 18: 1}
+# Largest target_score the fuzzer draws per set, for the same reason: games to a target end after
+# a few rounds (on double-6 often after more than 7, so the countdown restarts).
+TARGET_CAP = {6: 120, 9: 60, 12: 20, 15: 1, 18: 1}
 
 
 # ---------------------------------------------------------------------------- reference rules
@@ -58,13 +65,13 @@ class RefRound:
     values, the count of empty spinner arms and the pending foot are the whole table state.
     """
 
-    def __init__(self, cfg: ChickenFootConfig, round_index: int, hands, boneyard, current: int):
+    def __init__(self, cfg: ChickenFootConfig, center: int, hands, boneyard, current: int):
         self.cfg = cfg
         self.pairs = pairs_of(cfg.max_pips)
         self.index = {p: t for t, p in enumerate(self.pairs)}
         self.count = len(self.pairs)
         self.draw, self.pass_ = 2 * self.count, 2 * self.count + 1
-        self.center = cfg.max_pips - round_index  # R4
+        self.center = center  # R4, or a lower double (R5 variant)
         self.hands = [set(h) for h in hands]  # sets of (lo, hi)
         self.boneyard = list(boneyard)  # element 0 is drawn next
         self.current = current
@@ -164,6 +171,51 @@ class RefRound:
         ]
 
 
+def ref_deal(cfg: ChickenFootConfig, order: list[int], round_index: int):
+    """R3 and R5 from the rules text: deal `order` (a permutation of tile ids; seat s takes the
+    s-th block of hand_size, the rest is the boneyard, drawn from its start), then find the
+    start double. Returns (hands, boneyard, centre value, first seat to act)."""
+    pairs, n, size = pairs_of(cfg.max_pips), cfg.num_players, cfg.hand_size
+    hands = [[pairs[t] for t in order[s * size : (s + 1) * size]] for s in range(n)]
+    boneyard = [pairs[t] for t in order[n * size :]]
+    countdown = round_index % (cfg.max_pips + 1)  # R4, counting down (again, to a target)
+    center = cfg.max_pips - countdown
+
+    def holder(value: int):
+        return next((s for s, hand in enumerate(hands) if (value, value) in hand), None)
+
+    seat = holder(center)
+    if seat is None and cfg.start_search == "lower_double":  # the highest lower double held
+        seat, center = next(
+            ((holder(v), v) for v in range(center - 1, -1, -1) if holder(v) is not None),
+            (None, center),  # none held: the round's own double is drawn for, as R5
+        )
+    first = countdown % n  # R5's choice: seat r mod n, r the round's place in the countdown
+    if seat is None and cfg.start_search == "all_draw":  # everyone draws one, at once, again
+        while seat is None:
+            for k in range(n):
+                if boneyard:
+                    hands[(first + k) % n].append(boneyard.pop(0))
+                    if hands[(first + k) % n][-1] == (center, center):
+                        seat = (first + k) % n
+    elif seat is None:  # R5: seats draw in turn from seat round % n until it appears
+        k = 0
+        while seat is None:
+            hands[(first + k) % n].append(boneyard.pop(0))
+            if hands[(first + k) % n][-1] == (center, center):
+                seat = (first + k) % n
+            k += 1
+    hands[seat].remove((center, center))
+    return [set(h) for h in hands], boneyard, center, (seat + 1) % n
+
+
+def ref_game_over(cfg: ChickenFootConfig, scores: list[list[int]]) -> bool:
+    """R4: after num_rounds rounds; variant: after the round in which a total passes the target."""
+    if cfg.target_score is None:
+        return len(scores[0]) == cfg.num_rounds
+    return max(sum(s) for s in scores) > cfg.target_score
+
+
 def ref_winners(cfg: ChickenFootConfig, scores: list[list[int]]) -> list[int]:
     """R13, written out: lowest total; most zero rounds; lowest non-zero round; else shared."""
     totals = [sum(s) for s in scores]
@@ -206,25 +258,6 @@ def check_conservation(cfg: ChickenFootConfig, view: dict) -> None:
     assert set(everything) == set(pairs_of(cfg.max_pips)), "tiles lost or invented"
 
 
-def check_round_start(cfg: ChickenFootConfig, view: dict) -> None:
-    """R4/R5: only the start double is down; hand sizes follow the turn-by-turn search."""
-    n, hand = cfg.num_players, cfg.hand_size
-    rnd, center = view["round"], view["center"]
-    assert center == cfg.max_pips - rnd
-    assert view["table"] == {(center, center)}
-    start_seat = (view["current"] - 1) % n
-    sizes = [len(h) for h in view["hands"]]
-    drawn = sum(sizes) + 1 - n * hand  # tiles drawn while searching for the start double
-    assert drawn >= 0
-    expected = [hand] * n
-    for k in range(drawn):  # R5: draws go clockwise from seat round % n
-        expected[(rnd % n + k) % n] += 1
-    if drawn:
-        assert (rnd % n + drawn - 1) % n == start_seat, "the last searcher must hold the double"
-    expected[start_seat] -= 1
-    assert sizes == expected
-
-
 def compare(ref: RefRound, view: dict) -> None:
     assert view["current"] == ref.current
     assert view["hands"] == ref.hands
@@ -248,6 +281,7 @@ def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
     """A random legal game, checked against `RefRound` after every step."""
     assert not cfg.skip_forced  # the reference must see every decision
     engine = Engine(cfg, seed=seed)
+    deals = np.random.default_rng(seed)  # R3: each round deals the next permutation of it
     policy = np.random.default_rng(policy_seed)
     rounds_seen, ref = 0, None
     scores: list[list[int]] = [[] for _ in range(cfg.num_players)]
@@ -257,10 +291,13 @@ def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
         check_conservation(cfg, view)
         if engine.game_over:
             break
-        if ref is None:  # a new round: rebuild the reference from the dealt position
-            check_round_start(cfg, view)
-            assert view["round"] == rounds_seen
-            ref = RefRound(cfg, view["round"], view["hands"], view["boneyard"], view["current"])
+        if ref is None:  # a new round: deal it by the rules and compare the start (R3-R5)
+            assert view["round"] == rounds_seen % cfg.num_rounds
+            hands, boneyard, center, current = ref_deal(
+                cfg, deals.permutation(cfg.num_tiles).tolist(), rounds_seen
+            )
+            assert view["center"] == center and view["table"] == {(center, center)}
+            ref = RefRound(cfg, center, hands, boneyard, current)
             steps_in_round = 0
         compare(ref, view)
         mask = engine.legal_action_mask()
@@ -284,9 +321,10 @@ def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
                 scores[seat].append(p)
             rounds_seen += 1
             ref = None
+            assert engine.game_over == ref_game_over(cfg, scores)  # R4, or the target
         else:
             assert finished == []
-    assert rounds_seen == cfg.num_rounds  # R4
+    assert rounds_seen == len(scores[0])
     assert engine.scores == scores
     assert engine.totals() == [sum(s) for s in scores]
     assert engine.winners == ref_winners(cfg, scores)  # R13
@@ -304,11 +342,14 @@ def configs(draw, max_pips=None, round_cap=None) -> ChickenFootConfig:
     count = (max_pips + 1) * (max_pips + 2) // 2
     hand = draw(st.one_of(st.none(), st.integers(2, (count - 1) // players)))
     cap = ROUND_CAP[max_pips] if round_cap is None else round_cap
+    target = draw(st.one_of(st.none(), st.none(), st.integers(1, TARGET_CAP[max_pips])))
     return ChickenFootConfig(
         max_pips=max_pips,
         num_players=players,
         hand_size=hand,
-        num_rounds=draw(st.integers(1, min(cap, max_pips + 1))),
+        num_rounds=draw(st.integers(1, min(cap, max_pips + 1))) if target is None else None,
+        target_score=target,
+        start_search=draw(st.sampled_from(("turns", "all_draw", "lower_double"))),
         spinner_arms=draw(st.sampled_from((4, 6))),
         toes=draw(st.one_of(st.just(3), st.integers(1, max_pips))),
         draw_until_playable=draw(st.booleans()),
@@ -568,7 +609,7 @@ def test_env_rewards_follow_round_points(cfg, seed, policy_seed):
         if len(raw.engine.scores[0]) > rounds_before and cfg.reward_mode == "zero_sum":
             assert abs(sum(raw.rewards.values())) < 1e-9
     scores = raw.engine.scores
-    assert len(scores[0]) == cfg.num_rounds
+    assert ref_game_over(cfg, scores) and not ref_game_over(cfg, [s[:-1] for s in scores])
     n = cfg.num_players
     for seat, agent in enumerate(env.possible_agents):
         own = sum(scores[seat])
