@@ -4,8 +4,12 @@
     python -m cf_env.soak --steps 200000 --seed 7    # another sample of configs and games
 
 Outside the test suite (it runs for a while). Every game draws a random valid config (every set
-size, player counts 2..max, hand sizes, spinner arms, toes, the R8 variants, double-blank value,
-tie-break, reward mode, `skip_forced`) and plays random legal actions, checking as it goes:
+size, player counts 2..max, hand sizes, spinner arms, toes, the R8 variants, the start-double
+search variants, games to a target score, double-blank value, tie-break, reward mode,
+`skip_forced`) and plays random legal actions, checking as it goes:
+
+* every round's deal and start follow R3/R5 (and the `start_search` variants) from the game
+  seed's permutations;
 
 * tiles are conserved: hands + boneyard + table = the set, each tile exactly once (R1, R3);
 * the action mask is never empty for the acting seat and equals a legality check written here
@@ -13,7 +17,8 @@ tie-break, reward mode, `skip_forced`) and plays random legal actions, checking 
   (open ends, empty spinner arms, toes owed);
 * rounds end within a bound on their length (R11); round points are the pips left in hand with
   the double-blank at its configured value, 0 for whoever went out (R12); a game has
-  `num_rounds` rounds (R4) and its winners follow R13;
+  `num_rounds` rounds (R4), or ends in the round in which a total passes `target_score`; its
+  winners follow R13;
 * after the game, every action raises `IllegalActionError`;
 * now and then: an illegal or malformed action raises and changes nothing; snapshot -> JSON ->
   restore reproduces the snapshot and continues identically (masks, points, layout, deals);
@@ -37,6 +42,7 @@ import numpy as np
 
 from .config import SUPPORTED_SETS, ChickenFootConfig, max_players, num_tiles
 from .engine import Engine, IllegalActionError
+from .tiles import tile_tables
 
 # Malformed actions the engine must reject (beside illegal in-range ints).
 _MALFORMED = (None, -1, 1.5, "0", True, np.float32(0), np.array([0]), 10**9)
@@ -75,11 +81,15 @@ def random_config(rng: np.random.Generator) -> ChickenFootConfig:
     players = int(rng.integers(2, max_players(max_pips) + 1))
     most = (num_tiles(max_pips) - 1) // players
     hand = None if rng.random() < 0.6 else int(rng.integers(2, most + 1))
+    # A quarter of the games play to a target (up to about two rounds' points of a big hand).
+    target = int(rng.integers(1, 20 * max_pips + 1)) if rng.random() < 0.25 else None
     return ChickenFootConfig(
         max_pips=max_pips,
         num_players=players,
         hand_size=hand,
-        num_rounds=int(rng.integers(1, max_pips + 2)),
+        num_rounds=int(rng.integers(1, max_pips + 2)) if target is None else None,
+        target_score=target,
+        start_search=str(rng.choice(("turns", "all_draw", "lower_double"))),
         spinner_arms=int(rng.choice((4, 6))),
         toes=3 if rng.random() < 0.7 else int(rng.integers(1, max_pips + 1)),
         draw_until_playable=bool(rng.random() < 0.3),
@@ -170,6 +180,55 @@ def expected_points(engine: Engine, hands: np.ndarray, boneyard: list[int], acti
     return [int(points[h].sum()) for h in hands]
 
 
+def rules_deal(cfg: ChickenFootConfig, order: list[int], countdown: int):
+    """R3/R5 (and the `start_search` variants) for a round whose deal is the permutation
+    `order`: seat s takes the s-th block of hand_size tiles, the rest is the boneyard, drawn
+    from its start; then the start double is found. Returns (hands as sets of tile ids, the
+    boneyard in draw order, the centre value, the first seat to act)."""
+    n, size, double = cfg.num_players, cfg.hand_size, tile_tables(cfg.max_pips).double_id
+    hands = [set(order[s * size : (s + 1) * size]) for s in range(n)]
+    boneyard = order[n * size :]
+    center = cfg.max_pips - countdown  # R4
+
+    def holder(value: int) -> int:
+        return next((s for s in range(n) if int(double[value]) in hands[s]), -1)
+
+    seat = holder(center)
+    if seat < 0 and cfg.start_search == "lower_double":
+        lower = [v for v in range(center - 1, -1, -1) if holder(v) >= 0]
+        if lower:  # else the round's own double is drawn for, as R5
+            center, seat = lower[0], holder(lower[0])
+    drawn = 0
+    while seat < 0:  # R5 in turns from seat countdown % n; all_draw: whole rounds of draws
+        tile = boneyard[drawn]
+        hands[(countdown + drawn) % n].add(tile)
+        if tile == double[center]:
+            seat = (countdown + drawn) % n
+        drawn += 1
+    while cfg.start_search == "all_draw" and drawn % n and drawn < len(boneyard):
+        hands[(countdown + drawn) % n].add(boneyard[drawn])  # the rest of the batch draws too
+        drawn += 1
+    hands[seat].discard(int(double[center]))
+    return hands, boneyard[drawn:], center, (seat + 1) % n
+
+
+def check_deal(engine: Engine, order: list[int]) -> None:
+    """The round just dealt is `rules_deal` of its permutation (before any decision)."""
+    hands, boneyard, center, current = rules_deal(engine.config, order, engine.round)
+    check(engine.center == center, "deal_center", lambda: f"{engine.center} vs {center}")
+    check(engine.current == current, "deal_current", lambda: f"{engine.current} vs {current}")
+    check(engine.boneyard[::-1] == boneyard, "deal_boneyard")
+    got = [set(np.flatnonzero(h).tolist()) for h in engine.hands]
+    check(got == hands, "deal_hands", lambda: f"sizes {[len(h) for h in got]} vs {[len(h) for h in hands]}")
+
+
+def rules_game_over(cfg: ChickenFootConfig, scores: list[list[int]]) -> bool:
+    """R4: after num_rounds rounds; variant: after the round in which a total passes the target."""
+    if cfg.target_score is None:
+        return len(scores[0]) == cfg.num_rounds
+    return max(map(sum, scores)) > cfg.target_score
+
+
 def r13(cfg: ChickenFootConfig, scores: list[list[int]]) -> list[int]:
     totals = [sum(s) for s in scores]
     tied = [s for s, t in enumerate(totals) if t == min(totals)]
@@ -231,6 +290,10 @@ def play_engine_game(
     cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: Stats, extras: bool
 ) -> None:
     engine = Engine(cfg, seed=seed)
+    deals = np.random.default_rng(seed)  # R3: each round deals the next permutation of it
+    order = deals.permutation(cfg.num_tiles).tolist()
+    if not cfg.skip_forced:  # (with skip_forced the engine may have moved on already)
+        check_deal(engine, order)
     policy = np.random.default_rng(policy_seed)
     probes = np.random.default_rng(policy_seed + 1)
     restore_at = int(probes.integers(0, 150)) if extras else -1
@@ -262,8 +325,15 @@ def play_engine_game(
                 check(len(finished) == 1, "one_round_per_step")
                 expected = expected_points(engine, hands, boneyard, action)
                 check(finished[0] == expected, "round_points", f"{finished} vs {expected}")
-            check(engine.game_over or engine.round == rounds_before + len(finished), "round_index")
-    check(all(len(s) == cfg.num_rounds for s in engine.scores), "rounds_played")
+            nxt = (rounds_before + len(finished)) % cfg.num_rounds  # the countdown may restart
+            check(engine.game_over or engine.round == nxt, "round_index")
+            if not engine.game_over and not cfg.skip_forced:
+                check_deal(engine, deals.permutation(cfg.num_tiles).tolist())
+            elif not engine.game_over:
+                deals.permutation(cfg.num_tiles)  # keep in step with the engine's deals
+    played = [s[:-1] for s in engine.scores]
+    check(all(len(s) == len(engine.scores[0]) for s in engine.scores), "rounds_played")
+    check(rules_game_over(cfg, engine.scores) and not rules_game_over(cfg, played), "game_end")
     check(engine.winners == r13(cfg, engine.scores), "winners", lambda: f"{engine.winners}")
     check(not engine.legal_action_mask().any(), "mask_after_game")
     for action in (0, cfg.draw_action, cfg.pass_action):
@@ -297,7 +367,7 @@ def play_env_game(cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: St
         if cfg.reward_mode == "zero_sum" and len(engine.scores[0]) > rounds_before:
             check(abs(sum(raw.rewards.values())) < 1e-9, "zero_sum")
     check(engine.game_over, "env_game_over")
-    stats.rounds += cfg.num_rounds
+    stats.rounds += len(engine.scores[0])
     stats.actions += len(engine.history)
     scale = cfg.points_scale
     totals = engine.totals()
