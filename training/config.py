@@ -41,7 +41,8 @@ class OpponentSettings:
     snapshot_every: int = 100_000
     """Learner steps between freezing the current learner into the opponent pool."""
     max_snapshots: int = 8
-    """Most recent snapshots kept in the pool (older ones stay on disk, out of the pool)."""
+    """Most recent snapshots kept in the pool (older ones stay on disk, out of the pool); >= 1
+    (snapshot_weight 0 keeps snapshots out of play)."""
     snapshot_greedy: bool = False
     """Snapshots play their argmax action (True) or sample from their policy (False)."""
 
@@ -49,7 +50,8 @@ class OpponentSettings:
 @dataclass
 class PPOSettings:
     learning_rate: float = 3e-4
-    """Adam step size (constant)."""
+    """Adam step size (constant); > 0. May change on --resume, like every ppo.* field except
+    n_steps, net_arch and activation."""
     n_steps: int = 256
     """Steps per env per rollout; a rollout holds n_steps * num_envs learner decisions."""
     batch_size: int = 512
@@ -57,11 +59,12 @@ class PPOSettings:
     n_epochs: int = 4
     """Passes over each rollout (the update's CPU cost is proportional)."""
     gamma: float = 0.995
-    """Discount; rounds are ~7 learner decisions long, so ~1 keeps the round's result in view."""
+    """Discount, in (0, 1]; rounds are ~7 learner decisions long, so ~1 keeps the round's result
+    in view."""
     gae_lambda: float = 0.95
     """GAE bias/variance trade-off."""
     clip_range: float = 0.2
-    """PPO ratio clip."""
+    """PPO ratio clip, in (0, 1]."""
     ent_coef: float = 0.01
     """Entropy bonus (keeps exploring among legal actions)."""
     vf_coef: float = 0.5
@@ -99,7 +102,9 @@ class TrainConfig:
     runs_dir: str = "runs"
     """Parent folder of run directories."""
     seed: int = 0
-    """Seeds torch, the envs and the opponents; the same seed replays the same run."""
+    """Seeds torch, the envs and the opponents; the same seed replays the same run. 0..2**31-1;
+    fixed for the run (--resume refuses to change it, as num_envs, ppo.n_steps, ppo.net_arch,
+    ppo.activation and env.*: RESUME_FIXED)."""
     total_steps: int = 3_000_000
     """Learner decisions to train for (in total, counting a resumed run's earlier steps)."""
     num_envs: int = 16
