@@ -22,7 +22,10 @@ search variants, games to a target score, double-blank value, tie-break, reward 
 * after the game, every action raises `IllegalActionError`;
 * now and then: an illegal or malformed action raises and changes nothing; snapshot -> JSON ->
   restore reproduces the snapshot and continues identically (masks, points, layout, deals);
-  a game is played through the AEC env (agent selection, masks, observation space, rewards).
+  a game is played through the AEC env (agent selection, masks, observation space, rewards);
+  a game is played through the single-agent gymnasium env twice from the same `reset(seed)`,
+  the second time on the used env: the same observations, masks and rewards for the same
+  actions; stepping it after `terminated` raises and changes nothing.
 
 Any exception or broken invariant is a fault: it is recorded with the config and seeds that
 reproduce it, the soak moves on to the next game, and the exit status is 1.
@@ -67,6 +70,7 @@ class Stats:
     games: int = 0
     rounds: int = 0
     env_games: int = 0
+    single_agent_games: int = 0  # each played twice from the same seed
     snapshot_checks: int = 0
     illegal_probes: int = 0
     seconds: float = 0.0  # wall clock
@@ -382,8 +386,66 @@ def play_env_game(cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: St
         check(abs(returns[agent] - want) < 1e-6, "env_return", f"{agent}: {returns}")
 
 
+def play_single_agent_game(
+    cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: Stats
+) -> None:
+    """A whole game through the single-agent env (`cf_env.single_agent`), random legal learner
+    actions against random and greedy opponents; then `reset(seed)` on the used env and the same
+    actions again must give the same observations, masks and rewards (issue 12 item 1)."""
+    from .single_agent import ChickenFootSingleAgentEnv
+
+    # The adapter skips the learner's forced moves itself; "win" pays only at a game's end.
+    cfg = cfg.replace(skip_forced=False)
+    episode = "game" if cfg.reward_mode == "win" else "round"
+    env = ChickenFootSingleAgentEnv(cfg, opponents=["random", "greedy"], episode=episode)
+    engine = env.engine
+
+    def play() -> list:
+        policy = np.random.default_rng(policy_seed)
+        obs, info = env.reset(seed=seed)
+        trace: list = [obs.tobytes(), info["learner_seat"]]
+        while True:
+            check(engine.current == env.learner, "single_agent_turn")
+            mask = env.action_masks()
+            check(
+                np.array_equal(mask, engine.legal_action_mask().astype(bool)), "single_agent_mask"
+            )
+            legal = np.flatnonzero(mask)
+            check(len(legal) >= 2, "single_agent_forced", "a forced learner move was asked")
+            obs, reward, terminated, truncated, info = env.step(int(legal[policy.integers(len(legal))]))
+            stats.steps += 1
+            check(env.observation_space.contains(obs), "single_agent_observation_space")
+            trace += [mask.tobytes(), obs.tobytes(), reward, terminated, truncated]
+            if terminated:
+                check(not env.action_masks().any(), "single_agent_mask_after_episode")
+                before = json.dumps(engine.snapshot())
+                try:
+                    env.step(int(legal[0]))
+                except IllegalActionError:
+                    check(json.dumps(engine.snapshot()) == before, "single_agent_step_after_end")
+                else:
+                    raise Fault("single_agent_step_after_end: a finished episode was stepped")
+                if engine.game_over:
+                    stats.rounds += len(engine.scores[0])
+                    stats.actions += len(engine.history)
+                    return trace
+                obs, info = env.reset()
+                trace += [obs.tobytes(), info["learner_seat"]]
+
+    first = play()
+    second = play()  # the same seed on the used env
+    check(first == second, "single_agent_reseed", "reset(seed) on a used env played another game")
+
+
 # ---------------------------------------------------------------------------- driver
-def soak(steps: int, seed: int = 0, env_every: int = 25, extras_every: int = 10, log=None) -> Stats:
+def soak(
+    steps: int,
+    seed: int = 0,
+    env_every: int = 25,
+    extras_every: int = 10,
+    log=None,
+    single_every: int = 25,
+) -> Stats:
     rng = np.random.default_rng(seed)
     stats = Stats()
     start = last_report = time.perf_counter()
@@ -393,10 +455,16 @@ def soak(steps: int, seed: int = 0, env_every: int = 25, extras_every: int = 10,
         game_seed, policy_seed = (int(x) for x in rng.integers(0, 2**31, size=2))
         through_env = env_every > 0 and stats.games % env_every == env_every - 1
         extras = extras_every > 0 and stats.games % extras_every == 0
+        through_single = (
+            not through_env and single_every > 0 and stats.games % single_every == single_every // 2
+        )
         try:
             if through_env:
                 play_env_game(cfg, game_seed, policy_seed, stats)
                 stats.env_games += 1
+            elif through_single:
+                play_single_agent_game(cfg, game_seed, policy_seed, stats)
+                stats.single_agent_games += 1
             else:
                 play_engine_game(cfg, game_seed, policy_seed, stats, extras)
         except Exception as err:  # any crash is a fault too; record it and carry on
@@ -408,7 +476,7 @@ def soak(steps: int, seed: int = 0, env_every: int = 25, extras_every: int = 10,
                     "config": cfg.to_dict(),
                     "game_seed": game_seed,
                     "policy_seed": policy_seed,
-                    "path": "env" if through_env else "engine",
+                    "path": "env" if through_env else "single-agent" if through_single else "engine",
                     "extras": extras,
                 }
             )
@@ -436,11 +504,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--extras-every", type=int, default=10, help="every Nth game probes illegal actions"
     )
+    parser.add_argument(
+        "--single-every", type=int, default=25,
+        help="every Nth game via the single-agent env, replayed from its seed (0: never)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error("--steps must be positive")
-    stats = soak(args.steps, args.seed, args.env_every, args.extras_every, log=sys.stderr)
+    stats = soak(
+        args.steps, args.seed, args.env_every, args.extras_every, log=sys.stderr,
+        single_every=args.single_every,
+    )
     kinds = Counter(f["kind"] for f in stats.faults)
     summary = {
         "steps": stats.steps,
@@ -448,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         "games": stats.games,
         "rounds": stats.rounds,
         "env_games": stats.env_games,
+        "single_agent_games": stats.single_agent_games,
         "snapshot_checks": stats.snapshot_checks,
         "illegal_probes": stats.illegal_probes,
         "faults": len(stats.faults),
@@ -464,7 +540,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(
             f"soak: {stats.steps:,} steps ({stats.actions:,} engine actions incl. forced), "
-            f"{stats.games:,} games ({stats.env_games} via the AEC env), {stats.rounds:,} rounds, "
+            f"{stats.games:,} games ({stats.env_games} via the AEC env, "
+            f"{stats.single_agent_games} twice via the single-agent env from one seed), "
+            f"{stats.rounds:,} rounds, "
             f"{len(stats.faults)} faults; {summary['steps_per_second']:,} steps/s "
             f"({stats.seconds:.0f} s wall; {summary['steps_per_cpu_second']:,} steps per CPU "
             f"second) (seed {args.seed})"

@@ -426,3 +426,14 @@ def test_spec_opponents_start_empty_in_every_copy_in_play():
     env.reset(seed=0)
     assert isinstance(env.opponents, SpecOpponents)
     assert env._sampler._built and not env.opponents._built
+
+
+def test_i12_01_soak_replays_single_agent_games_from_their_seed(capsys):
+    """`python -m cf_env.soak` plays some games through the single-agent env twice from one
+    seed (the second time on the used env) and counts them in its summary line."""
+    from cf_env import soak
+
+    assert soak.main(["--steps", "2000", "--seed", "2", "--env-every", "0", "--single-every", "1"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    count = int(line.split(" games (0 via the AEC env, ")[1].split(" twice via the single-agent")[0])
+    assert count >= 2 and ", 0 faults;" in line
