@@ -1,9 +1,13 @@
 """The Chicken Foot rules engine: game state and the only code that changes it.
 
 Pure Python + numpy (no gymnasium, pettingzoo or torch). One `Engine` plays a whole game of
-`config.num_rounds` rounds (R4). The acting seat is `engine.current`; `legal_bits()` is the
-single source of legality (R6–R9) that the mask, the list, the env, bots and tests all come from;
-`step(action)` raises `IllegalActionError` and changes nothing when the action is not legal.
+`config.num_rounds` rounds (R4), or, with `target_score`, rounds until a total passes the target
+(`round` is then the place in the countdown of doubles, which restarts after the double-blank;
+`len(scores[s])` counts the rounds played). The variants are decided where a round starts
+(`start_search`) and ends (`target_score`), never per step. The acting seat is
+`engine.current`; `legal_bits()` is the single source of legality (R6–R9) that the mask, the
+list, the env, bots and tests all come from; `step(action)` raises `IllegalActionError` and
+changes nothing when the action is not legal.
 
 Rules state vs layout: legality depends only on the open-end value counts, the number of empty
 spinner arms and the pending foot. The physical layout (which arm each tile sits on) is kept
