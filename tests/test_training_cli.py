@@ -151,6 +151,23 @@ def test_i12_12_failed_resume_changes_no_file(base_run, tmp_path):
     assert files_of(run) == before
 
 
+def test_i12_12_a_saved_value_the_checks_now_refuse_can_be_corrected_on_resume(base_run,
+                                                                              tmp_path):
+    run = tmp_path / "base"
+    shutil.copytree(base_run[0], run)
+    saved = yaml.safe_load((run / "config.yaml").read_text())
+    saved["opponents"]["max_snapshots"] = 0  # accepted before the range checks existed
+    (run / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    before = files_of(run)
+    code, err = run_main(["--resume", str(run), "--set", "total_steps=256"])
+    assert code == 2 and "opponents.max_snapshots must be >= 1; got 0" in err
+    # With the fix, the saved config is still read: here the next problem is the seed.
+    code, err = run_main(["--resume", str(run), "--set", "opponents.max_snapshots=2",
+                          "--set", "seed=9"])
+    assert code == 2 and "cannot change on --resume: seed (0 -> 9)" in err
+    assert files_of(run) == before
+
+
 # ------------------------------------------------------------------------------ item 13
 @pytest.mark.parametrize(
     ("override", "message"),

@@ -234,9 +234,12 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Tr
     return config
 
 
-def config_from_dict(data: dict) -> TrainConfig:
+def config_from_dict(data: dict, *, checked: bool = True) -> TrainConfig:
+    """The config a nested dict describes (types always checked; ranges unless `checked=False`,
+    used for a saved run config that older code wrote and `--set` may be about to correct)."""
     config = _build(TrainConfig, data, "")
-    validate(config)
+    if checked:
+        validate(config)
     return config
 
 

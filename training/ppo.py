@@ -511,7 +511,7 @@ def _prepare_resume(run_dir: Path, overrides: list[str]) -> Start:
         raise ValueError(f"{saved_file}: not valid YAML ({yaml_problem(err)})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{saved_file}: expected a mapping of config sections")
-    saved = config_from_dict(copy.deepcopy(data))
+    saved = config_from_dict(copy.deepcopy(data), checked=False)  # `config` below is checked
     for assignment in overrides:
         apply_override(data, assignment)
     config = config_from_dict(data)
