@@ -233,6 +233,13 @@ def test_i12_13_bad_spec_fails_before_the_run_directory_exists(tmp_path, overrid
     assert not (tmp_path / "bad").exists()
 
 
+def test_i12_13_opponent_pool_refuses_max_snapshots_0():
+    from training.opponents import OpponentPool
+
+    with pytest.raises(ValueError, match="max_snapshots must be >= 1; got 0"):
+        OpponentPool(ChickenFootConfig(), {"greedy": 1.0}, max_snapshots=0)
+
+
 def test_i12_13_a_run_that_fails_before_its_first_checkpoint_leaves_no_folder(tmp_path,
                                                                               monkeypatch):
     def broken(*args, **kwargs):

@@ -32,6 +32,10 @@ class OpponentPool:
         snapshots: Sequence[str] = (),
         snapshot_greedy: bool = False,
     ):
+        if int(max_snapshots) < 1:
+            # `del snapshots[:-0]` deletes nothing: 0 would keep every snapshot, not none.
+            raise ValueError(f"max_snapshots must be >= 1; got {max_snapshots} (a "
+                             "snapshot_weight of 0 keeps snapshots out of play)")
         self.config = config
         self.bots = {str(k): float(v) for k, v in bots.items() if v > 0}
         self.snapshot_weight = float(snapshot_weight)
