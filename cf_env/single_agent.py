@@ -173,7 +173,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         elif isinstance(config, dict):
             config = ChickenFootConfig.from_dict({**config, **rules})
         elif not isinstance(config, ChickenFootConfig):
-            raise TypeError(
+            raise ValueError(  # as every config error (cf_env.config): ValueError, even for types
                 "config must be a ChickenFootConfig, a dict of its fields or None; "
                 f"got {type(config).__name__}"
             )

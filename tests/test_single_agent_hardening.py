@@ -389,7 +389,7 @@ def test_i12_05_typo_keyword_gets_the_aec_envs_message(kwargs, typo, meant):
 def test_i12_05_typo_in_rules_on_top_of_a_config_object_and_a_bad_config_type():
     with pytest.raises(ValueError, match=r"unknown config field.*'num_player'"):
         ChickenFootSingleAgentEnv(ChickenFootConfig(), num_player=3)
-    with pytest.raises(TypeError, match="config must be a ChickenFootConfig, a dict of its fields"):
+    with pytest.raises(ValueError, match="config must be a ChickenFootConfig, a dict of its fields"):
         ChickenFootSingleAgentEnv(config="max_pips=6")
 
 
@@ -419,7 +419,7 @@ def test_i12_05_maskable_ppo_on_make_vec_env():
     np.testing.assert_array_equal(env.get_wrapper_attr("action_masks")(), env.unwrapped.action_masks())
 
 
-def test_spec_opponents_start_empty_in_every_copy_in_play():
+def test_i12_01_spec_opponents_start_empty_in_every_copy_in_play():
     """SpecOpponents' cache lives in the copy in play; the source keeps none (what makes the
     restart at reset(seed=...) rebuild every policy)."""
     env = ChickenFootSingleAgentEnv(opponents=["random", "greedy"])
