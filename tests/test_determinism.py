@@ -42,6 +42,8 @@ CONFIGS = [
         "must_play_drawn": True,
         "reward_mode": "score",
     },
+    # The R5 / R4 variants: a lower double may start a round; rounds run on to a target.
+    {"max_pips": 6, "num_players": 2, "start_search": "lower_double", "target_score": 90},
 ]
 
 
