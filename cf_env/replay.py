@@ -1,11 +1,17 @@
-"""`python -m cf_env.replay RECORD [--out game.gif | --out frames/ | --out table.png]`.
+"""`python -m cf_env.replay RECORD [--game K] [--out game.gif | --out frames/ | --out table.png]`.
 
 Re-simulates a game record (see `record.py`) and prints each round's points and the winners,
-exiting 1 if the record does not replay to its recorded result. With ``--out game.gif`` it
-renders every state (the opening deal, then each action; the finished table of each round is
-shown before the next deal) into an animated GIF; with ``--out table.png`` one picture, of the
-state after ``--step N`` actions (default: the end); with any other ``--out`` one PNG per state
-into that folder (``turn_0000.png``, …). ``--viewer SEAT`` also draws that seat's hand.
+exiting 1 if the record does not replay to its recorded result. RECORD is a record file or a
+JSON-lines file of records (`training.evaluate --record`), from which ``--game K`` (1-based: the
+K-th line) picks one. With ``--out game.gif`` it renders every state (the opening deal, then each
+action; the finished table of each round is shown before the next deal) into an animated GIF;
+with ``--out table.png`` one picture, of the state after ``--step N`` actions (default: the end);
+with ``--out frames/`` (a folder: an existing one, a trailing slash, or a name without a suffix)
+one PNG per state into it (``turn_0000.png``, …). Any other suffix (``x.jpg``) is refused, not
+taken for a folder. ``--viewer SEAT`` also draws that seat's hand; the frames at the end of each
+round and of the game list every hand that is left (R12 scores them), with the record's player
+names. ``--scale`` is 0.25..2 (smaller tiles are unreadable; larger frames make GIFs of a whole
+game gigabytes in memory).
 
 Exit codes: 0 replayed (and rendered), 1 the record is invalid or does not replay, 2 bad arguments.
 """
@@ -25,15 +31,46 @@ from .record import (
     replay_config,
     replay_engine,
 )
-from .render import move_name
+from .render import move_name, tile_text
+
+SCALES = (0.25, 2.0)  # --scale range: below it hand tiles vanish; above it GIFs get huge
+PANEL_NAME = 20  # characters of a player's name shown in a picture's panel
+OUT_KINDS = "game.gif (an animation), table.png (one picture) or a folder (one PNG per state)"
 
 
-def _caption(step, total_rounds: int) -> str | None:
+def _short(name: str, most: int = 20) -> str:
+    """A player name short enough for the picture's panel ("ppo:runs/x/ckpt" -> "ppo:ckpt")."""
+    kind, _, arg = name.partition(":")
+    if len(name) > most and kind == "ppo" and arg:
+        name = f"ppo:{Path(arg).name}"
+    return name if len(name) <= most else name[: most - 1] + "…"
+
+
+def seat_names(record: dict, most: int | None = None) -> list[str]:
+    """How seats are named: "player_1 (greedy)" when the record names the players, else
+    "player_1"; `most` shortens each name to that many characters (for pictures)."""
+    n = record_config(record).num_players
+    names = record.get("players")
+    if not names:
+        return [f"player_{s}" for s in range(n)]
+    return [f"player_{s} ({_short(names[s], most) if most else names[s]})" for s in range(n)]
+
+
+def frame_caption(step, total_rounds: int, names: list[str]) -> str | None:
+    """The panel's status line at the end of a round or of the game (None otherwise, when the
+    panel says whose turn it is): the round's points, the winners, and every hand left — R12
+    scores them, so the end frames reveal them all."""
     engine = step.engine
-    if step.round_over and not engine.game_over:
-        points = ", ".join(f"p{seat} {pts}" for seat, pts in enumerate(step.points))
-        return f"Round {engine.round + 1} of {total_rounds} over: {points}"
-    return None
+    if not step.round_over:
+        return None
+    text = f"Round {engine.round + 1} of {total_rounds} over."
+    if engine.game_over:
+        text += f" GAME OVER, won by {', '.join(names[s] for s in engine.winners)}."
+    pairs = engine.tables.pairs
+    for seat, name in enumerate(names):
+        tiles = " ".join(tile_text(pairs[t]) for t in engine.hand(seat)) or "out"
+        text += f" {name}: {tiles} = {step.points[seat]};"
+    return text.rstrip(";")
 
 
 def frames(record: dict, *, viewer: int | None = None, scale: float = 1.0, rounds=None):
@@ -41,10 +78,11 @@ def frames(record: dict, *, viewer: int | None = None, scale: float = 1.0, round
     from .render_image import render_image  # Pillow is needed only for pictures
 
     total = record_config(record).num_rounds
+    names = seat_names(record, most=PANEL_NAME)
     for step in iter_replay(record):
         if rounds is not None and step.engine.round + 1 not in rounds:
             continue
-        caption = _caption(step, total)
+        caption = frame_caption(step, total, names)
         yield render_image(step.engine, viewer, scale=scale, caption=caption), step
 
 
@@ -91,10 +129,14 @@ def write_png(record: dict, path, step: int | None = None, *, viewer=None, scale
         step = total
     if not 0 <= step <= total:
         raise RecordError(f"--step must be 0..{total} (the record has {total} actions); got {step}")
-    engine = Engine(replay_config(record), record["seed"])
-    for action in record["actions"][:step]:
-        engine.step(action)
-    save_png(engine, path, viewer, scale=scale)
+    names = seat_names(record, most=PANEL_NAME)
+    shown = None
+    for state in iter_replay(record):
+        if state.index > step:
+            break
+        shown = state  # the last state after `step` actions: the live engine, not a round's end
+    caption = frame_caption(shown, record_config(record).num_rounds, names)
+    save_png(shown.engine, path, viewer, scale=scale, caption=caption)
 
 
 def _rounds(text: str | None) -> set[int] | None:
@@ -122,33 +164,64 @@ def summary(record: dict) -> list[str]:
     if engine.game_over:
         totals = engine.totals()
         lines.append("totals: " + ", ".join(f"player_{s} {totals[s]}" for s in range(n)))
-        lines.append("winners: " + ", ".join(f"player_{s}" for s in engine.winners))
+        lines.append("winners: " + ", ".join(seat_names(record)[s] for s in engine.winners))
     else:
         lines.append(f"unfinished: stopped in round {engine.round + 1}")
     return lines
+
+
+def out_kind(out: str) -> str:
+    """What `--out` asks for: "gif", "png" or "folder"; ValueError for any other suffix."""
+    path = Path(out)
+    if out.endswith(("/", "\\")) or path.is_dir():
+        return "folder"
+    suffix = path.suffix.lower()
+    if suffix in (".gif", ".png"):
+        return suffix[1:]
+    if suffix:
+        # A typo'd or unsupported picture format must not silently become a folder of PNGs.
+        raise ValueError(f"--out {out!r}: cannot write {suffix} files; give {OUT_KINDS}")
+    return "folder"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m cf_env.replay", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("record", help="a game record (JSON) written by cf_env.play or evaluate")
     parser.add_argument(
-        "--out", help="game.gif for an animation, or a folder for one PNG per state"
+        "record", help="a game record (JSON) from cf_env.play, or a JSON-lines file of them"
     )
+    parser.add_argument(
+        "--game", type=int, default=None, help="in a JSON-lines file: the K-th game (1-based)"
+    )
+    parser.add_argument("--out", help=OUT_KINDS)
     parser.add_argument("--viewer", type=int, default=None, help="also draw this seat's hand")
-    parser.add_argument("--scale", type=float, default=None, help="picture size (GIF 0.6, PNG 1.0)")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help=f"picture size {SCALES[0]}..{SCALES[1]} (GIF 0.6, PNG 1.0)",
+    )
     parser.add_argument("--ms", type=int, default=700, help="GIF milliseconds per state (700)")
     parser.add_argument("--rounds", type=_rounds, default=None, help="only these rounds, e.g. 1,2")
     parser.add_argument("--step", type=int, default=None, help="with a .png --out: after N actions")
     parser.add_argument("--moves", action="store_true", help="print every move")
     args = parser.parse_args(argv)
-    if args.scale is not None and not args.scale > 0:
-        parser.error(f"--scale must be > 0; got {args.scale}")
+    low, high = SCALES
+    if args.scale is not None and not low <= args.scale <= high:  # (NaN fails this too)
+        parser.error(f"--scale must be {low}..{high}; got {args.scale}")
     if args.ms < 20:
         parser.error(f"--ms must be at least 20; got {args.ms}")
+    if args.game is not None and args.game < 1:
+        parser.error(f"--game counts from 1 (the first line); got {args.game}")
     try:
-        record = read_record(args.record)
+        kind = out_kind(args.out) if args.out else None
+    except ValueError as err:
+        parser.error(str(err))
+    if args.step is not None and kind != "png":
+        parser.error("--step picks the state drawn into a .png --out; give --out table.png")
+    try:
+        record = read_record(args.record, args.game)
         players = record_config(record).num_players
         if args.viewer is not None and not 0 <= args.viewer < players:
             parser.error(f"--viewer must be a seat 0..{players - 1}; got {args.viewer}")
@@ -157,12 +230,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.moves:
             for line in _move_lines(record):
                 print(line)
-        if args.out and args.out.lower().endswith(".png"):
+        if kind == "png":
             write_png(record, args.out, args.step, viewer=args.viewer, scale=args.scale or 1.0)
             done = len(record["actions"]) if args.step is None else args.step
             print(f"wrote the table after {done} action(s) to {args.out}")
-        elif args.out:
-            if args.out.lower().endswith(".gif"):
+        elif kind is not None:
+            if kind == "gif":
                 count = write_gif(
                     record,
                     args.out,
@@ -191,10 +264,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _move_lines(record: dict) -> list[str]:
     engine = Engine(replay_config(record), record["seed"])
+    names = seat_names(record)
     lines = []
     for index, action in enumerate(record["actions"]):
         name = move_name(engine, action)
-        lines.append(f"  {index:4d}  round {engine.round + 1}  player_{engine.current}: {name}")
+        lines.append(f"  {index:4d}  round {engine.round + 1}  {names[engine.current]}: {name}")
         engine.step(action)
     return lines
 

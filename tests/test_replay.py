@@ -4,6 +4,7 @@ the recorded result; broken records are refused with a message saying what is wr
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,13 +19,17 @@ from cf_env.record import (
     final_of,
     iter_replay,
     make_record,
+    max_actions,
     read_record,
+    read_records,
     record_from_engine,
     replay_engine,
     round_end_view,
     write_record,
 )
+from cf_env.render import tile_text
 from cf_env.render_image import canvas_size, render_rgb
+from cf_env.replay import frame_caption, seat_names
 from cf_env.replay import main as replay_main
 
 SMALL = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=3)
@@ -203,3 +208,163 @@ def test_replay_cli_single_picture_and_move_list(tmp_path, capsys):
     assert "empty spinner arm of the 6|6" in moves[0]
     assert replay_main([str(path), "--out", str(png), "--step", "13"]) == 1
     assert "--step must be 0..12" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ issue 12: hardening
+def _record_text(**changes) -> str:
+    return json.dumps(_record(**changes))
+
+
+def test_i12_18_non_utf8_records_are_record_errors(tmp_path, capsys):
+    path = tmp_path / "latin1.json"
+    record = _record(players=["Jos\u00e9", "b", "c"])
+    path.write_bytes(json.dumps(record, ensure_ascii=False).encode("latin-1"))
+    assert b"Jos\xe9" in path.read_bytes()  # a Latin-1 byte: not UTF-8
+    with pytest.raises(RecordError, match="is not UTF-8 text"):
+        read_record(path)
+    assert replay_main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "not UTF-8" in err and "Traceback" not in err
+
+
+def test_i12_18_deeply_nested_records_are_record_errors(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)  # deeper than Python's JSON parser recurses
+    with pytest.raises(RecordError, match="nested too deeply"):
+        read_record(deep)
+    nested = 0
+    for _ in range(500):  # parses, but no record field nests like this
+        nested = [nested]
+    for field in ("seed", "players", "config"):
+        path = tmp_path / f"{field}.json"
+        value = {"max_pips": nested} if field == "config" else nested
+        path.write_text(_record_text(**{field: value}))
+        with pytest.raises(RecordError, match="nests lists/objects more than 4 deep") as caught:
+            read_record(path)
+        assert len(str(caught.value)) < 300
+
+
+@pytest.mark.parametrize(
+    "text_change, message",
+    [
+        (('"seed": 9', '"seed": 1' + "0" * 10_000), "a number with 10001 digits"),
+        (('"seed": 9', '"seed": ' + str(2**129)), "below 2\\*\\*128"),
+        (('"seed": 9', '"seed": NaN'), "holds NaN, which is not a JSON number"),
+        (('"seed": 9', '"seed": -Infinity'), "holds -Infinity"),
+        (('"seed": 9', '"seed": 9.0'), "seed must be a non-negative int"),
+        (('"actions": [', '"actions": [1e999, '), r"action #0 is inf"),
+        (('"actions": [', '"actions": [' + "9" * 41 + ", "), "a number with 41 digits"),
+        (('"actions": [', '"actions": [3.0, '), r"action #0 is 3\.0"),
+    ],
+)
+def test_i12_18_absurd_numbers_are_record_errors(tmp_path, text_change, message):
+    text = _record_text()
+    assert text_change[0] in text
+    path = tmp_path / "absurd.json"
+    path.write_text(text.replace(text_change[0], text_change[1], 1))
+    with pytest.raises(RecordError, match=message) as caught:
+        read_record(path)
+    assert len(str(caught.value)) < 400  # the absurd value is not pasted into the message
+
+
+def test_i12_18_records_longer_than_any_game_are_refused_unreplayed():
+    most = max_actions(SMALL)
+    # Random play uses well under the bound (it is a proof, not a guess: see max_actions).
+    longest = max(len(random_game(SMALL, seed).history) for seed in range(20))
+    assert longest < most
+    with pytest.raises(RecordError, match=f"{most + 1} actions; a game of this config holds at most {most}"):
+        replay_engine(_record(actions=[0] * (most + 1)))
+    scores = [[10**30] * 3] * 3
+    with pytest.raises(RecordError, match="final scores must list 3 seats"):
+        replay_engine(_record(final={"scores": scores, "winners": [0]}))
+    with pytest.raises(RecordError, match=r"seed must be .* got <an int of 33220 bits>"):
+        make_record(SMALL, 10**10000, [])
+
+
+# (Without the check, --scale 1000 asks Pillow for tens of GB: not a case to run for real.)
+@pytest.mark.parametrize("scale", ["0.1", "0", "-1", "2.5", "inf", "nan"])
+def test_i12_18_replay_scale_is_range_checked(tmp_path, capsys, scale):
+    path = tmp_path / "game.json"
+    path.write_text(_record_text())
+    with pytest.raises(SystemExit) as stop:
+        replay_main([str(path), "--out", str(tmp_path / "t.png"), "--scale", scale])
+    assert stop.value.code == 2
+    assert "--scale must be 0.25..2.0" in capsys.readouterr().err
+    assert not (tmp_path / "t.png").exists()
+
+
+def test_i12_17_replay_out_with_an_unknown_suffix_is_an_error(tmp_path, capsys):
+    path = tmp_path / "game.json"
+    path.write_text(_record_text())
+    for out in ("x.jpg", "table.PNG.bak"):
+        with pytest.raises(SystemExit) as stop:
+            replay_main([str(path), "--out", str(tmp_path / out)])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert f"cannot write {Path(out).suffix} files" in err and "a folder" in err
+        assert not (tmp_path / out).exists()  # no folder named x.jpg
+    # A name without a suffix, or with a trailing slash, is a folder of PNGs.
+    assert replay_main([str(path), "--out", f"{tmp_path / 'frames.v2'}/", "--rounds", "1",
+                        "--scale", "0.25"]) == 0
+    assert sorted((tmp_path / "frames.v2").glob("turn_*.png"))
+
+
+def test_i12_17_replay_frames_name_players_and_reveal_hands(tmp_path):
+    engine = random_game(SMALL.replace(num_rounds=2), seed=6)
+    names = ["alice", "ppo:runs/long/checkpoints/step_1000", "bob"]
+    record = record_from_engine(engine, players=names)
+    labels = seat_names(record, most=20)
+    assert labels == ["player_0 (alice)", "player_1 (ppo:step_1000)", "player_2 (bob)"]
+    ends = [step for step in iter_replay(record) if step.round_over]
+    assert len(ends) == 2
+    for step in ends:
+        text = frame_caption(step, 2, labels)
+        # R12: every hand left is shown (and scored), under the record's names.
+        for seat, label in enumerate(labels):
+            tiles = " ".join(tile_text(step.engine.tables.pairs[t]) for t in step.engine.hand(seat))
+            assert f"{label}: {tiles or 'out'} = {step.points[seat]}" in text
+    assert "GAME OVER, won by " + ", ".join(labels[s] for s in engine.winners) in text
+    assert frame_caption(next(iter_replay(record)), 2, labels) is None  # mid-round: whose turn
+    # The end-of-game picture carries that caption.
+    path = tmp_path / "game.json"
+    path.write_text(json.dumps(record))
+    png = tmp_path / "end.png"
+    assert replay_main([str(path), "--out", str(png), "--scale", "0.5"]) == 0
+    from cf_env.render_image import render_image
+
+    expected = render_image(ends[-1].engine, scale=0.5, caption=frame_caption(ends[-1], 2, labels))
+    with Image.open(png) as image:
+        assert np.array_equal(np.asarray(image.convert("RGB")), np.asarray(expected))
+
+
+def test_i12_16_json_lines_files_of_records_replay_by_game(tmp_path, capsys):
+    games = [random_game(SMALL, seed=seed) for seed in (1, 2, 3)]
+    records = [record_from_engine(g, seed=s) for g, s in zip(games, (1, 2, 3))]
+    path = tmp_path / "games.jsonl"
+    # One make_record dict per line, as training.evaluate --record writes them; blank lines skip.
+    path.write_text(json.dumps(records[0]) + "\n\n" + "\n".join(map(json.dumps, records[1:])) + "\n")
+    assert read_records(path) == records
+    assert read_record(path, game=2) == records[1]
+    with pytest.raises(RecordError, match=r"holds 3 games \(one per line\); choose one with game=1..3"):
+        read_record(path)
+    with pytest.raises(RecordError, match="holds 3 games"):
+        read_record(path, game=4)
+    assert replay_main([str(path), "--game", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{len(records[2]['actions'])} actions, seed 3, 3 players")
+    assert replay_main([str(path)]) == 1
+    assert "--game K" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        replay_main([str(path), "--game", "0"])
+    # One bad line spoils only its own game, and the error names the line.
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([json.dumps(records[0]), '{"format": 1}', json.dumps(records[2])]))
+    assert read_record(broken, game=3) == records[2]
+    with pytest.raises(RecordError, match=r"game 2 of .* \(line 2\): not a game record"):
+        read_record(broken, game=2)
+    # A one-record file is game 1 and nothing else.
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(records[0], indent=2))
+    assert read_record(single, game=1) == read_records(single)[0] == records[0]
+    with pytest.raises(RecordError, match="holds one game"):
+        read_record(single, game=2)
