@@ -9,13 +9,23 @@ ismcts:<iterations>, ppo:<checkpoint>, module:factory) — one spec per opponent
 for all of them. Without ``--players`` there is one opponent per spec. Opponents act on their
 own observations, built exactly as the env builds them.
 
+A checkpoint plays only the game it was trained for, so with a ``ppo:`` opponent the rules come
+from its card (``card.json``: players, set, spinner arms, hand size and every variant): options
+left out are taken from it, and ``--players``/``--max-pips``/``--spinner-arms`` that contradict it
+(or ``--rounds`` above its rounds) exit 2 with an error naming both values. ``--record`` and
+``--image`` paths are checked before the game starts.
+
 On your turn the table, your hand and your legal moves are shown as a numbered list; type a
 number (``q`` quits, ``t`` shows the table again). When you have exactly one legal move
-(a forced draw or pass) it is made for you. ``--image PATH`` rewrites a PNG of the table after
-every move; ``--record PATH`` saves the game (`cf_env.record`) for `python -m cf_env.replay`.
+(a forced draw or pass) it is made for you. When nobody was dealt a round's start double, the
+search for it (R5) is announced with how many tiles each seat drew. At the end of each round
+everyone's remaining hand is shown with the points it scores (R12). ``--image PATH`` rewrites a
+PNG of the table after every move; ``--record PATH`` saves the game (`cf_env.record`) for
+`python -m cf_env.replay`.
 
 Exit codes: 0 the game ended, or you quit (``q`` or end of input); 1 an opponent failed
-(an error or an illegal action); 2 bad arguments; 130 interrupted (Ctrl-C).
+(an error or an illegal action), or the record could not be written; 2 bad arguments;
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TextIO
 
 import numpy as np
@@ -36,6 +47,14 @@ from .render import arm_labels, move_name, render_text, tile_text
 
 QUIT = ("q", "quit", "exit")
 SHOW = ("t", "table", "?", "h", "help")
+# Options that set a rule a checkpoint's card also sets: argparse dest -> config field.
+RULE_OPTIONS = {
+    "players": "num_players",
+    "max_pips": "max_pips",
+    "spinner_arms": "spinner_arms",
+    "rounds": "num_rounds",
+}
+DEFAULTS = {"max_pips": 9, "spinner_arms": 4}  # without a card (and one player per spec)
 
 
 class Quit(Exception):
@@ -59,8 +78,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--players", type=int, default=None, help="players incl. you")
     parser.add_argument("--rounds", type=int, default=None, help="rounds (default max-pips + 1)")
-    parser.add_argument("--max-pips", type=int, default=9, help="double-N set (6, 9, 12, 15, 18)")
-    parser.add_argument("--spinner-arms", type=int, default=4, help="4 (cross) or 6 (star)")
+    parser.add_argument(
+        "--max-pips", type=int, default=None, help="double-N set (6, 9, 12, 15, 18; default 9)"
+    )
+    parser.add_argument(
+        "--spinner-arms", type=int, default=None, help="4 (cross, default) or 6 (star)"
+    )
     parser.add_argument("--seed", type=int, default=None, help="engine seed (default: random)")
     parser.add_argument("--image", default=None, help="write the table PNG here after each move")
     parser.add_argument("--record", default=None, help="save the game record (JSON) here")
@@ -82,6 +105,7 @@ class Game:
             num_players=args.players,
             num_rounds=args.rounds,
             spinner_arms=args.spinner_arms,
+            **args.card_rules,  # a checkpoint's other rules (hand size, variants), if any
         )
         self.seat = args.seat
         self.seed = args.seed
@@ -100,6 +124,8 @@ class Game:
             if callable(reset):
                 reset()
         self.actions: list[int] = []
+        # Score tables pad names to the longest, so long specs (ppo:<path>) keep columns aligned.
+        self.width = max(len(self.who(seat)) for seat in range(self.config.num_players))
 
     # -------------------------------------------------------------------------- output
     def say(self, text: str = "") -> None:
@@ -116,17 +142,40 @@ class Game:
         )
         for seat in range(cfg.num_players):
             self.say(f"  seat {seat}: {self.who(seat)}")
+        if self.args.card_spec:
+            self.say(
+                f"  (rules from the card of {self.args.card_spec}, the game it was trained for)"
+            )
         self.say("Type the number of a move; q quits, t shows the table again.")
         self.round_start()
 
     def round_start(self) -> None:
         e = self.engine
         self.say()
+        self.announce_search()
         self.say(
             f"=== Round {e.round + 1} of {self.config.num_rounds}: "
             f"{self.who(e.start_seat)} {'set' if e.start_seat == self.seat else 'sets'} "
             f"{e.center}|{e.center} in the centre; "
             f"{self.who(e.current)} {'go' if e.current == self.seat else 'goes'} first ==="
+        )
+
+    def announce_search(self) -> None:
+        """R5: when nobody was dealt the start double, seats drew in turn until it came up.
+
+        The engine does the search inside the deal; what each seat drew is read back from the
+        hand sizes (the finder also placed the double), so a human knows why their hand grew.
+        """
+        e, n, size = self.engine, self.config.num_players, self.config.hand_size
+        drawn = [e.hand_counts[s] - size + (s == e.start_seat) for s in range(n)]
+        if not any(drawn):
+            return
+        first = e.round % n  # the search begins with seat round mod n (R5, our choice)
+        order = [(first + k) % n for k in range(n)]
+        draws = ", ".join(f"{self.who(s)} drew {drawn[s]}" for s in order if drawn[s])
+        self.say(
+            f"Nobody was dealt the {e.center}|{e.center}: the players drew from the boneyard in "
+            f"turn until it came up, keeping what they drew (R5): {draws}."
         )
 
     def show_table(self) -> None:
@@ -138,10 +187,15 @@ class Game:
         self.say(render_text(e, viewer=self.seat))
         out = [s for s in range(self.config.num_players) if e.hand_counts[s] == 0]
         how = f"{self.who(out[0])} went out" if out else "nobody can play (blocked)"
-        self.say(f"--- Round over: {how}. Points this round (lower is better):")
+        self.say(f"--- Round over: {how}. Points this round (lower is better), hands left (R12):")
         totals = self.engine.totals()
+        pairs = e.tables.pairs
         for seat in range(self.config.num_players):
-            self.say(f"    {self.who(seat):<28} {points[seat]:>4}   total {totals[seat]:>5}")
+            hand = " ".join(tile_text(pairs[t]) for t in e.hand(seat)) or "(out)"
+            self.say(
+                f"    {self.who(seat):<{self.width}} {points[seat]:>4}   total {totals[seat]:>5}"
+                f"   {hand}"
+            )
 
     def standings(self) -> None:
         e = self.engine
@@ -154,7 +208,8 @@ class Game:
         for rank, seat in enumerate(order, start=1):
             mark = "  WINNER" if seat in e.winners else ""
             rounds = " ".join(str(p) for p in e.scores[seat])
-            self.say(f"  {rank}. {self.who(seat):<28} {totals[seat]:>5}   rounds: {rounds}{mark}")
+            name = f"{self.who(seat):<{self.width}}"
+            self.say(f"  {rank}. {name} {totals[seat]:>5}   rounds: {rounds}{mark}")
         self.say("You win!" if self.seat in e.winners else "Better luck next time.")
 
     def write_image(self) -> None:
@@ -251,28 +306,98 @@ class Game:
             self.write_image()
         self.standings()
 
-    def save(self) -> None:
+    def save(self) -> bool:
+        """Write the record if one was asked for; False (and an error line) if it failed."""
         if self.args.record:
             record = make_record(
                 self.config, self.seed, self.actions, final_of(self.engine), self.names
             )
-            save_record(self.args.record, record)
+            try:
+                save_record(self.args.record, record)
+            except OSError as err:  # checked before the game, but a disk can fill up meanwhile
+                print(f"error: cannot write --record {self.args.record!r}: {err}", file=sys.stderr)
+                return False
             self.say(f"game record saved to {self.args.record}")
+        return True
+
+
+def _card_rules(specs: list[str]) -> tuple[str, dict] | None:
+    """(spec, rules) from the card of the first ``ppo:`` opponent, or None without one.
+
+    The rules are every config field the checkpoint was trained with except those that change
+    neither the game nor the observation (`training.checkpoints.NEUTRAL_FIELDS`). Other ppo:
+    opponents are checked against the resulting config when they load.
+    """
+    for spec in specs:
+        kind, _, path = spec.partition(":")
+        if kind == "ppo" and path:
+            from training.checkpoints import NEUTRAL_FIELDS, read_card  # torch-free; lazy
+
+            trained = ChickenFootConfig.from_dict(read_card(path)["env_config"]).to_dict()
+            return spec, {k: v for k, v in trained.items() if k not in NEUTRAL_FIELDS}
+    return None
+
+
+def _apply_card(args: argparse.Namespace, specs: list[str]) -> None:
+    """Fill the rule options left out from a checkpoint's card; refuse ones that contradict it."""
+    args.card_spec, args.card_rules = None, {}
+    card = _card_rules(specs)
+    if card is None:
+        for dest, value in {**DEFAULTS, "players": len(specs) + 1}.items():
+            if getattr(args, dest) is None:
+                setattr(args, dest, value)
+        return
+    spec, rules = card
+    for dest, field in RULE_OPTIONS.items():
+        given, trained = getattr(args, dest), rules.pop(field)
+        if given is None:
+            setattr(args, dest, trained)
+        elif given != trained and not (field == "num_rounds" and 1 <= given < trained):
+            option = "--" + dest.replace("_", "-")
+            # (A shorter game is fine: round r of it is round r of the trained one.)
+            limit = f"at most {trained}" if field == "num_rounds" else str(trained)
+            raise ValueError(
+                f"{option} {given} contradicts {spec}: its card says {field} {trained}, and a "
+                f"checkpoint plays only the game it was trained for ({option} {limit}, or leave "
+                f"{option} out to take it from the card)"
+            )
+    args.card_spec, args.card_rules = spec, rules
+
+
+def _check_writable(option: str, path: str | None) -> None:
+    """Refuse an output path that cannot be written, before the game (not after it)."""
+    if path is None:
+        return
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise ValueError(f"{option} {path!r} is a folder; give a file name, e.g. {path}/game.json")
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path!r}: the folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ValueError(f"{option} {path!r}: not writable (check the folder's permissions)")
 
 
 def _specs(args: argparse.Namespace) -> list[str]:
+    """The opponent specs, one per opponent; fills the options left to defaults or to a card."""
     specs = [s.strip() for s in args.opponents.split(",")]
     if any(not s for s in specs):
         raise ValueError(f"--opponents has an empty spec: {args.opponents!r}")
-    if args.players is None:
-        args.players = len(specs) + 1
+    _check_writable("--record", args.record)
+    _check_writable("--image", args.image)
+    _apply_card(args, specs)
     if args.players < 2:
         raise ValueError(f"--players must be at least 2; got {args.players}")
     if len(specs) == 1:
         specs = specs * (args.players - 1)
     if len(specs) != args.players - 1:
+        source = (
+            f" ({args.players} players, from the card of {args.card_spec})"
+            if (args.card_spec)
+            else ""
+        )
         raise ValueError(
-            f"--opponents lists {len(specs)} specs for {args.players - 1} opponents: "
+            f"--opponents lists {len(specs)} specs for {args.players - 1} opponents{source}: "
             "give one spec per opponent, or a single spec for all"
         )
     if not 0 <= args.seat < args.players:
@@ -306,9 +431,9 @@ def main(
             print(f"error: {err}", file=sys.stderr)
             game.save()
             return 1
-        game.save()
+        saved = game.save()
         out.flush()
-        return 0
+        return 0 if saved else 1
     except KeyboardInterrupt:
         try:
             out.write("\ninterrupted\n")

@@ -211,3 +211,100 @@ def test_move_names_say_where_the_tile_goes():
                     seen_arm = True
         engine.step(int(rng.choice(engine.legal_actions())))
     assert seen_foot and seen_arm
+
+
+# ------------------------------------------------------------------ issue 12: hardening
+CHECKPOINT = f"ppo:{ROOT / 'checkpoints' / 'ppo-4p-d9'}"  # the shipped agent: 4 players, double-9
+
+
+def test_i12_17_a_checkpoint_opponent_sets_the_rules_from_its_card():
+    out = io.StringIO()
+    code = play_main(
+        ["--opponents", CHECKPOINT, "--seed", "1", "--rounds", "1"], out=out, inp=io.StringIO("")
+    )
+    assert code == 0  # (end of input: the game is abandoned cleanly)
+    text = out.getvalue()
+    assert text.startswith("Chicken Foot: double-9 set, 4 players, 1 round(s), 4 spinner arms")
+    assert f"seat 3: player_3 ({CHECKPOINT})" in text
+    assert f"rules from the card of {CHECKPOINT}" in text
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--players", "2"], "--players 2 contradicts {spec}: its card says num_players 4"),
+        (["--max-pips", "6"], "--max-pips 6 contradicts {spec}: its card says max_pips 9"),
+        (
+            ["--spinner-arms", "6"],
+            "--spinner-arms 6 contradicts {spec}: its card says spinner_arms 4",
+        ),
+        (["--rounds", "11"], "--rounds 11 contradicts {spec}: its card says num_rounds 10"),
+        (
+            ["--opponents", f"{CHECKPOINT},greedy"],
+            "lists 2 specs for 3 opponents (4 players, from the card",
+        ),
+    ],
+)
+def test_i12_17_options_that_contradict_the_card_exit_2(args, message, capsys):
+    out = io.StringIO()
+    code = play_main(["--opponents", CHECKPOINT, *args], out=out, inp=io.StringIO(""))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message.format(spec=CHECKPOINT) in err
+    assert out.getvalue() == ""  # refused before the game
+
+
+def test_i12_17_output_paths_are_checked_before_the_game(tmp_path, capsys):
+    cases = [
+        (["--record", str(tmp_path / "missing" / "game.json")], "does not exist"),
+        (["--record", str(tmp_path)], "is a folder; give a file name"),
+        (["--image", str(tmp_path / "missing" / "table.png")], "does not exist"),
+    ]
+    for args, message in cases:
+        out = io.StringIO()
+        code = play_main([*TINY, "--seed", "3", *args], out=out, inp=io.StringIO("1\n" * 400))
+        assert code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {args[0]} ") and message in err
+        assert out.getvalue() == ""  # not a move was played
+
+
+def test_i12_17_the_start_double_search_is_announced():
+    config = ChickenFootConfig(max_pips=6, num_players=2, num_rounds=1)
+    # Seed 7: nobody is dealt the 6|6 (R5); seed 1: seat 1 holds it.
+    searched, dealt = Engine(config, seed=7), Engine(config, seed=1)
+    drew = [searched.hand_counts[s] - config.hand_size + (s == searched.start_seat) for s in (0, 1)]
+    assert min(drew) > 0 and dealt.hand_counts[dealt.start_seat] == config.hand_size - 1
+    out = io.StringIO()
+    play_main([*TINY, "--seed", "7"], out=out, inp=io.StringIO(""))
+    # The search begins with seat round mod n = 0 (R5) and alternates.
+    assert (
+        "Nobody was dealt the 6|6: the players drew from the boneyard in turn until it came up, "
+        f"keeping what they drew (R5): you drew {drew[0]}, player_1 (random) drew {drew[1]}."
+    ) in out.getvalue()
+    out = io.StringIO()
+    play_main([*TINY, "--seed", "1"], out=out, inp=io.StringIO(""))
+    assert "Nobody was dealt" not in out.getvalue()
+
+
+def test_i12_17_score_tables_align_long_names_and_reveal_hands(tmp_path):
+    long_spec = "cf_env.bots:GreedyPolicy"  # "player_1 (cf_env.bots:GreedyPolicy)": 35 characters
+    record = tmp_path / "game.json"
+    out = io.StringIO()
+    args = ["--players", "3", "--max-pips", "6", "--rounds", "2", "--seed", "4"]
+    args += ["--opponents", f"random,{long_spec}", "--record", str(record)]
+    assert play_main(args, out=out, inp=io.StringIO("1\n" * 600)) == 0
+    text = out.getvalue()
+    tables = [block.split("\n")[1:4] for block in text.split("Points this round")[1:]]
+    assert len(tables) == 2
+    for rows in tables:
+        assert len({row.index(" total ") for row in rows}) == 1, rows
+    standings = text.split("=== Final standings")[1].split("\n")[1:4]
+    assert len({row.index("   rounds: ") for row in standings}) == 1, standings
+    # The last round's table shows every hand left (R12): the replayed end state's hands.
+    engine = replay_engine(read_record(record))
+    for seat, row in enumerate(tables[-1]):
+        hand = " ".join(
+            f"{a}|{b}" for a, b in map(engine.tables.pairs.__getitem__, engine.hand(seat))
+        )
+        assert row.endswith("   " + (hand or "(out)")), (row, hand)

@@ -272,7 +272,9 @@ def test_i12_18_records_longer_than_any_game_are_refused_unreplayed():
     # Random play uses well under the bound (it is a proof, not a guess: see max_actions).
     longest = max(len(random_game(SMALL, seed).history) for seed in range(20))
     assert longest < most
-    with pytest.raises(RecordError, match=f"{most + 1} actions; a game of this config holds at most {most}"):
+    with pytest.raises(
+        RecordError, match=f"{most + 1} actions; a game of this config holds at most {most}"
+    ):
         replay_engine(_record(actions=[0] * (most + 1)))
     scores = [[10**30] * 3] * 3
     with pytest.raises(RecordError, match="final scores must list 3 seats"):
@@ -304,8 +306,12 @@ def test_i12_17_replay_out_with_an_unknown_suffix_is_an_error(tmp_path, capsys):
         assert f"cannot write {Path(out).suffix} files" in err and "a folder" in err
         assert not (tmp_path / out).exists()  # no folder named x.jpg
     # A name without a suffix, or with a trailing slash, is a folder of PNGs.
-    assert replay_main([str(path), "--out", f"{tmp_path / 'frames.v2'}/", "--rounds", "1",
-                        "--scale", "0.25"]) == 0
+    assert (
+        replay_main(
+            [str(path), "--out", f"{tmp_path / 'frames.v2'}/", "--rounds", "1", "--scale", "0.25"]
+        )
+        == 0
+    )
     assert sorted((tmp_path / "frames.v2").glob("turn_*.png"))
 
 
@@ -342,10 +348,14 @@ def test_i12_16_json_lines_files_of_records_replay_by_game(tmp_path, capsys):
     records = [record_from_engine(g, seed=s) for g, s in zip(games, (1, 2, 3))]
     path = tmp_path / "games.jsonl"
     # One make_record dict per line, as training.evaluate --record writes them; blank lines skip.
-    path.write_text(json.dumps(records[0]) + "\n\n" + "\n".join(map(json.dumps, records[1:])) + "\n")
+    path.write_text(
+        json.dumps(records[0]) + "\n\n" + "\n".join(map(json.dumps, records[1:])) + "\n"
+    )
     assert read_records(path) == records
     assert read_record(path, game=2) == records[1]
-    with pytest.raises(RecordError, match=r"holds 3 games \(one per line\); choose one with game=1..3"):
+    with pytest.raises(
+        RecordError, match=r"holds 3 games \(one per line\); choose one with game=1..3"
+    ):
         read_record(path)
     with pytest.raises(RecordError, match="holds 3 games"):
         read_record(path, game=4)
