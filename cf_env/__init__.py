@@ -32,7 +32,8 @@ __version__ = "0.1.0"
 
 def _register() -> None:
     # The single-agent learner's view: gymnasium.make("cf_env/ChickenFoot-v0", ...). The string
-    # entry point keeps the adapter unimported until it is made.
+    # entry point keeps the adapter unimported until it is made; `make_env` is the class with
+    # illegal_action defaulting to "penalize" (generic tools step unmasked random actions).
     import gymnasium
 
     if "cf_env/ChickenFoot-v0" not in gymnasium.registry:
