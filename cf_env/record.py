@@ -117,7 +117,7 @@ def make_record(
         "version": VERSION,
         "config": config.to_dict(),
         "seed": seed,
-        "actions": [int(a) if not isinstance(a, bool) else a for a in actions],
+        "actions": _plain_ints(list(actions)),
         "final": None if final is None else _final_dict(final),
     }
     if players is not None:
@@ -125,13 +125,26 @@ def make_record(
     return validate_record(record)
 
 
+def _plain_ints(value: object) -> object:
+    """numpy integers as Python ints (one list level deep). Anything else is left as it is for
+    `validate_record` to judge: int() would truncate a float or fail on NaN."""
+    if isinstance(value, (list, tuple)):
+        return [int(v) if isinstance(v, np.integer) else v for v in value]
+    return int(value) if isinstance(value, np.integer) else value
+
+
 def _final_dict(final) -> dict:
     if isinstance(final, dict):
+        scores = final.get("scores", [])
         return {
-            "scores": [[int(x) for x in row] for row in final.get("scores", [])],
-            "winners": [int(s) for s in final.get("winners", [])],
+            "scores": [_plain_ints(row) for row in scores]
+            if isinstance(scores, (list, tuple))
+            else scores,
+            "winners": _plain_ints(final.get("winners", [])),
         }
-    raise RecordError(f"final must be None or {{'scores': ..., 'winners': ...}}; got {final!r}")
+    raise RecordError(
+        f"final must be None or {{'scores': ..., 'winners': ...}}; got {_show(final)}"
+    )
 
 
 def final_of(engine: Engine) -> dict | None:

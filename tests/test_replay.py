@@ -283,6 +283,21 @@ def test_i12_18_records_longer_than_any_game_are_refused_unreplayed():
         make_record(SMALL, 10**10000, [])
 
 
+def test_i12_18_make_record_refuses_floats_instead_of_truncating():
+    engine = random_game(SMALL, seed=9)
+    actions, final = engine_actions(engine), final_of(engine)
+    with pytest.raises(RecordError, match=r"action #1 is 1\.5"):
+        make_record(SMALL, 9, [actions[0], 1.5])  # (int() would have made it 1)
+    with pytest.raises(RecordError, match="action #0 is nan"):
+        make_record(SMALL, 9, [float("nan")])
+    bad = {"scores": [[float(x) for x in row] for row in final["scores"]], "winners": [0]}
+    with pytest.raises(RecordError, match="final scores must list 3 seats"):
+        make_record(SMALL, 9, actions, bad)
+    # numpy ints, as engines and arrays hand them out, are fine.
+    record = make_record(SMALL, 9, np.array(actions), final)
+    assert record["actions"] == actions and all(type(a) is int for a in record["actions"])
+
+
 # (Without the check, --scale 1000 asks Pillow for tens of GB: not a case to run for real.)
 @pytest.mark.parametrize("scale", ["0.1", "0", "-1", "2.5", "inf", "nan"])
 def test_i12_18_replay_scale_is_range_checked(tmp_path, capsys, scale):
