@@ -29,7 +29,7 @@ $(RLLIB_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-rllib: $(RLLIB_VENV)/.installed
-	$(RLLIB_VENV)/bin/python -m pytest -q tests/test_rllib.py
+	$(RLLIB_VENV)/bin/python -m pytest -q tests/test_rllib.py tests/test_readme.py -k "rllib"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check cf_env training tests
