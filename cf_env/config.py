@@ -18,7 +18,7 @@ TIE_BREAKS = ("r13", "none")
 # R5 and its published variants: how the round's start double is found when nobody holds it.
 START_SEARCHES = ("turns", "all_draw", "lower_double")
 
-# Default hand size per set and player count (see "Hand size" in RULES.md). Double-9 follows the
+# Default hand size per set and player count (see "Hand size" in docs/rules.md). Double-9 follows the
 # seeds (7 each, 6 for eight players); the other sets are our documented choice: as large as the
 # published tables go while leaving a boneyard of at least a fifth of the set.
 _HAND_TABLE: dict[int, dict[int, int]] = {

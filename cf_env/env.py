@@ -1,7 +1,7 @@
 """# Chicken Foot — PettingZoo AEC environment (`chicken_foot_v0`)
 
 A thin adapter over `cf_env.engine.Engine`: it translates the engine to the AEC API and holds no
-rules. Rule numbers refer to RULES.md.
+rules. Rule numbers refer to docs/rules.md.
 
 | | |
 |---|---|

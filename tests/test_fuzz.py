@@ -1,7 +1,7 @@
 """Property tests: random valid configs, random legal playouts, invariants that must always hold.
 
 The heart of this file is `RefRound`, a second implementation of one round's rules (R5–R12)
-written from RULES.md and the action contract alone: it never calls the engine's mask,
+written from docs/rules.md and the action contract alone: it never calls the engine's mask,
 placement or scoring code. Every playout is checked step by step against it:
 
 * every round's deal and start follow R3/R5 from the seeded permutation, with the start-double
