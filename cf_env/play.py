@@ -170,9 +170,7 @@ class Game:
         drawn = [e.hand_counts[s] - size + (s == e.start_seat) for s in range(n)]
         if not any(drawn):
             return
-        first = e.round % n  # the search begins with seat round mod n (R5, our choice)
-        order = [(first + k) % n for k in range(n)]
-        draws = ", ".join(f"{self.who(s)} drew {drawn[s]}" for s in order if drawn[s])
+        draws = ", ".join(f"{self.who(s)} drew {drawn[s]}" for s in range(n) if drawn[s])
         self.say(
             f"Nobody was dealt the {e.center}|{e.center}: the players drew from the boneyard in "
             f"turn until it came up, keeping what they drew (R5): {draws}."
@@ -391,11 +389,8 @@ def _specs(args: argparse.Namespace) -> list[str]:
     if len(specs) == 1:
         specs = specs * (args.players - 1)
     if len(specs) != args.players - 1:
-        source = (
-            f" ({args.players} players, from the card of {args.card_spec})"
-            if (args.card_spec)
-            else ""
-        )
+        card = args.card_spec
+        source = f" ({args.players} players, from the card of {card})" if card else ""
         raise ValueError(
             f"--opponents lists {len(specs)} specs for {args.players - 1} opponents{source}: "
             "give one spec per opponent, or a single spec for all"

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import cf_env.bots  # noqa: F401  (built-ins first: policies loads them only if none is registered)
 from cf_env import ChickenFootConfig, Engine
 from cf_env.play import main as play_main
 from cf_env.policies import register_policy
@@ -277,7 +278,6 @@ def test_i12_17_the_start_double_search_is_announced():
     assert min(drew) > 0 and dealt.hand_counts[dealt.start_seat] == config.hand_size - 1
     out = io.StringIO()
     play_main([*TINY, "--seed", "7"], out=out, inp=io.StringIO(""))
-    # The search begins with seat round mod n = 0 (R5) and alternates.
     assert (
         "Nobody was dealt the 6|6: the players drew from the boneyard in turn until it came up, "
         f"keeping what they drew (R5): you drew {drew[0]}, player_1 (random) drew {drew[1]}."
