@@ -59,14 +59,32 @@ def legal_fast_path(policy: object) -> Callable[[int], int] | None:
 
 PolicyFactory = Callable[..., Policy]
 _FACTORIES: dict[str, PolicyFactory] = {}
+# Whether `cf_env.bots` has registered the built-in specs. A flag, not "is _FACTORIES empty":
+# a user's spec registered first must not hide the built-ins.
+_BUILTINS_LOADED = False
 
 
 def register_policy(name: str, factory: PolicyFactory) -> None:
-    """Make `name` (or `name:<arg>`) a spec; the factory gets config, seed and arg (if any)."""
+    """Make `name` (or `name:<arg>`) a spec; the factory gets config, seed and arg (if any).
+
+    The built-in specs are registered first, so a user's spec of the same name replaces the
+    built-in one (and is never replaced by it later)."""
+    if not isinstance(name, str) or not name or ":" in name or name == "ppo":
+        raise ValueError(
+            f"a policy name is a non-empty string without ':' other than 'ppo' (the spec is "
+            f"name or name:<arg>); got {name!r}"
+        )
+    if not callable(factory):
+        raise ValueError(
+            f"policy {name!r}: the factory must be callable as factory(config=..., seed=...); "
+            f"got {factory!r}"
+        )
+    _ensure_builtins()
     _FACTORIES[name] = factory
 
 
 def policy_names() -> list[str]:
+    _ensure_builtins()
     return sorted(_FACTORIES) + ["ppo:<checkpoint>", "module:factory"]
 
 
@@ -134,5 +152,14 @@ def _parse_spec(spec: str) -> tuple[str, str, str]:
 
 
 def _ensure_builtins() -> None:
-    if not _FACTORIES:
+    """Register the built-in bots once, whatever was registered before."""
+    global _BUILTINS_LOADED
+    if _BUILTINS_LOADED:
+        return
+    # Set before the import: `bots` registers through `register_policy`, which comes back here.
+    _BUILTINS_LOADED = True
+    try:
         from . import bots  # noqa: F401  (registers the built-in bots)
+    except BaseException:
+        _BUILTINS_LOADED = False  # a failed import is retried (and raises again) next time
+        raise

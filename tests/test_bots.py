@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from positions import build
@@ -12,7 +16,7 @@ from cf_env.actions import encode_play
 from cf_env.bots import GreedyPolicy, HeuristicPolicy, ObservationDecoder
 from cf_env.ismcts import ISMCTSPolicy
 from cf_env.observation import Encoder
-from cf_env.policies import load_policy
+from cf_env.policies import load_policy, policy_names, register_policy
 from cf_env.tiles import tile_tables
 
 PLAYOUT_CONFIGS = [
@@ -286,3 +290,54 @@ def test_greedy_fast_path_breaks_point_ties_like_act():
         obs = {"observation": np.zeros(1, np.float32), "action_mask": mask}
         assert by_legal.act_bits(sum(1 << int(a) for a in legal)) == by_obs.act(obs)
     assert tied > 20  # the RNG was really exercised
+
+
+# ------------------------------------------------------------------ issue 12: hardening
+def test_register_policy_before_builtins_keeps_them():
+    """A user spec registered before anything loaded the built-in bots used to hide them
+    ("unknown policy spec 'random'"): built-ins were imported only while no spec was registered.
+    Run in a fresh interpreter, so that no earlier test has imported `cf_env.bots` already."""
+    script = """
+import sys
+from cf_env import ChickenFootConfig
+from cf_env.policies import load_policy, policy_names, register_policy
+
+assert "cf_env.bots" not in sys.modules  # the order under test: a user's spec first
+mine = lambda config, seed: "mine"
+register_policy("mine", mine)
+config = ChickenFootConfig(max_pips=6, num_players=2)
+print(type(load_policy("random", config, seed=0)).__name__)
+print(type(load_policy("greedy", config, seed=0)).__name__)
+print(load_policy("mine", config, seed=0))
+# A user's spec under a built-in name replaces it, and stays: the built-ins are not re-imported.
+register_policy("greedy", mine)
+print(load_policy("greedy", config, seed=0), load_policy("random", config, seed=0) != "mine")
+print(policy_names())
+"""
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:4] == ["RandomPolicy", "GreedyPolicy", "mine", "mine True"]
+    assert lines[4] == str(
+        ["greedy", "heuristic", "ismcts", "mine", "random", "ppo:<checkpoint>", "module:factory"]
+    )
+
+
+@pytest.mark.parametrize(
+    "name, factory, message",
+    [
+        ("", GreedyPolicy, "a policy name is a non-empty string without ':'"),
+        ("ppo", GreedyPolicy, "other than 'ppo'"),
+        ("my:bot", GreedyPolicy, "got 'my:bot'"),
+        (7, GreedyPolicy, "got 7"),
+        ("mybot", "not callable", "the factory must be callable"),
+    ],
+)
+def test_register_policy_refuses_names_no_spec_can_reach(name, factory, message):
+    before = policy_names()
+    with pytest.raises(ValueError, match=message):
+        register_policy(name, factory)
+    assert policy_names() == before  # nothing registered

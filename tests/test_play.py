@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import cf_env.bots  # noqa: F401  (built-ins first: policies loads them only if none is registered)
 from cf_env import ChickenFootConfig, Engine
 from cf_env.play import main as play_main
 from cf_env.policies import register_policy
