@@ -50,6 +50,8 @@ import numpy as np
 
 from .config import ChickenFootConfig
 from .engine import Engine, IllegalActionError
+from .render import round_label
+from .tiles import tile_tables
 
 FORMAT = "chickenfoot-record"
 VERSION = 1
@@ -61,6 +63,10 @@ MAX_DEPTH = 4
 MAX_DIGITS = 40
 SEED_LIMIT = 2**128  # seeds are 0 <= seed < 2**128: the entropy numpy's SeedSequence keeps
 COUNT_LIMIT = 2**63  # scores and seat numbers: non-negative and below 2**63 (an int64)
+# A target game whose rounds can score 0 has no bound on its rounds (`max_rounds`): a record may
+# hold this many times the rounds that scoring rounds can fill. Reaching it takes more rounds
+# that score nothing than rounds that score, each about 1 in 250: no real game comes near.
+ZERO_ROUND_FACTOR = 2
 
 
 class RecordError(ValueError):
@@ -91,15 +97,62 @@ def _show(value: object) -> str:
         return f"<a {type(value).__name__}>"
 
 
+def least_round_points(config: ChickenFootConfig) -> int:
+    """The fewest points one round can add to the sum of all totals (R12).
+
+    A round ends when a player goes out (every other player still holds a tile: a hand that
+    emptied would have ended the round) or when nobody can play (everyone holds one), so at least
+    n-1 players hold at least one tile each, all different: the sum of the n-1 lowest-scoring
+    tiles of the set. It is 0 only with two players and `double_blank_value` 0 — the loser left
+    holding the 0|0 alone, which random play reaches (about 1 round in 250 on double-6).
+    """
+    points = sorted(tile_tables(config.max_pips).points(config.double_blank_value).tolist())
+    return sum(points[: config.num_players - 1])
+
+
+def max_rounds(config: ChickenFootConfig) -> int:
+    """The most rounds a game under `config` can take (what a record's `final.scores` may hold).
+
+    `num_rounds` (R4) — or, with `target_score`, a bound: every round but the last ends with all
+    totals at most the target, so the rounds before the last add at most n × target points, each
+    at least `least_round_points` m: at most n·target // m + 1 rounds. When m is 0 no number of
+    rounds is certain (rounds that score nothing never bring the target closer); records then
+    allow `ZERO_ROUND_FACTOR` times the n·target + 1 rounds that scoring rounds can fill, and a
+    longer one is refused as a `RecordError` that says so.
+    """
+    target = config.target_score
+    if target is None:
+        return config.num_rounds
+    least = least_round_points(config)
+    if least == 0:
+        return ZERO_ROUND_FACTOR * (config.num_players * target + 1)
+    return config.num_players * target // least + 1
+
+
 def max_actions(config: ChickenFootConfig) -> int:
     """The most actions a game under `config` can take; a longer record is refused unread.
 
     Per round: at most T placements (T tiles) and T draws (each takes a boneyard tile), at most
     one pass per draw (keeping the drawn tile, R8), and at most n-1 passes in a row with an empty
     boneyard before a placement (n passes mean nobody can play: R11 ends the round) — at most
-    3T + (n-1)(T+1) <= (n+2)(T+1) actions. Random play reaches about 56% of this.
+    3T + (n-1)(T+1) <= (n+2)(T+1) actions; times `max_rounds`. Random play reaches about 56% of
+    this in a game of fixed rounds (a target game's bound on its rounds is far looser).
     """
-    return config.num_rounds * (config.num_players + 2) * (config.num_tiles + 1)
+    return max_rounds(config) * (config.num_players + 2) * (config.num_tiles + 1)
+
+
+def _too_long(config: ChickenFootConfig) -> str:
+    """Why `max_rounds` is what it is, for the errors that refuse a longer record."""
+    if config.target_score is None:
+        return f"{config.num_rounds} round(s)"
+    rounds = max_rounds(config)
+    if least_round_points(config) == 0:
+        return (
+            f"{rounds} rounds: a round can score 0 here (2 players, double_blank_value 0), so no "
+            f"number of rounds is certain and records are capped at {ZERO_ROUND_FACTOR} × "
+            f"(players × target_score + 1)"
+        )
+    return f"{rounds} rounds before a total passes target_score {config.target_score}"
 
 
 def make_record(
@@ -364,7 +417,8 @@ def validate_record(data: object) -> dict:
     most = max_actions(config)
     if len(actions) > most:
         raise RecordError(
-            f"record has {len(actions)} actions; a game of this config holds at most {most}"
+            f"record has {len(actions)} actions; a game of this config holds at most {most} "
+            f"({_too_long(config)} of at most (players + 2) × (tiles + 1) actions)"
         )
     for index, action in enumerate(actions):
         if not _is_int(action) or not 0 <= action < config.num_actions:
@@ -380,7 +434,7 @@ def validate_record(data: object) -> dict:
                 f"record final must be null or {{'scores', 'winners'}}; got {_show(final)}"
             )
         scores, winners = final["scores"], final["winners"]
-        rounds = config.num_rounds
+        rounds = max_rounds(config)
         if (
             not isinstance(scores, list)
             or len(scores) != n
@@ -391,7 +445,7 @@ def validate_record(data: object) -> dict:
         ):
             raise RecordError(
                 f"record final scores must list {n} seats' round points (up to {rounds} "
-                f"non-negative ints each); got {_show(scores)}"
+                f"non-negative ints each: {_too_long(config)}); got {_show(scores)}"
             )
         if (
             not isinstance(winners, list)
@@ -496,9 +550,12 @@ def _check_final(record: dict, engine: Engine) -> None:
     if final is None:
         return
     if not engine.game_over:
+        where = f"round {round_label(engine, ' of ')}"
+        if engine.config.target_score is not None:
+            where += f", totals {engine.totals()} none past target_score {engine.config.target_score}"
         raise RecordError(
             f"the record claims a finished game, but its {len(record['actions'])} actions end in "
-            f"round {engine.round + 1} of {engine.config.num_rounds}"
+            f"{where}"
         )
     if final["scores"] != engine.scores or sorted(final["winners"]) != sorted(engine.winners):
         raise RecordError(
@@ -517,16 +574,16 @@ class _NoDealEngine(Engine):
 
 
 def round_end_view(engine: Engine, action: int) -> Engine | None:
-    """If `action` ends a round that is not the last, a copy of the engine showing that round's
-    finished table (hands, arms, this round's points) instead of the next deal; else None.
+    """If `action` ends a round after which another is dealt, a copy of the engine showing that
+    round's finished table (hands, arms, this round's points) instead of the next deal; else
+    None — also for the game's last round (R4's last, or with `target_score` the round in which a
+    total passed it), whose table the engine itself keeps at the end of the game.
 
     The engine deals the next round inside `step`, so the copy is stepped with its deal
     switched off (`_NoDealEngine`), then shows its own round again.
     """
     if engine.game_over:
         return None
-    if engine.round + 1 >= engine.config.num_rounds:
-        return None  # the last round: the engine keeps its table at the end of the game
     if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
         return None
     action = int(action)
@@ -535,9 +592,12 @@ def round_end_view(engine: Engine, action: int) -> Engine | None:
         return None
     view = engine.clone()
     view.__class__ = _NoDealEngine  # same slots, so the copy keeps its state
-    if not view._apply(action):
+    # Whether the game ends is the engine's to say (`_end_round`): not known before the step.
+    if not view._apply(action) or view.game_over:
         return None
-    view.round -= 1  # _end_round counted the next round, whose deal was skipped
+    # _end_round moved on to the next round (wrapping to 0 after the double-blank in a target
+    # game), whose deal was skipped: the view shows the round that finished.
+    view.round = engine.round
     return view
 
 
@@ -550,7 +610,9 @@ __all__ = [
     "final_of",
     "iter_replay",
     "make_record",
+    "least_round_points",
     "max_actions",
+    "max_rounds",
     "read_record",
     "read_records",
     "record_config",

@@ -5,6 +5,10 @@ Arm labels are shared by every picture and by the play CLI: the spinner arms of 
 are `A`, `B`, `C`, … in the order they were filled (R7), and the toes of a chicken foot (R9) that
 closes arm `B` are `B.1`, `B.2`, `B.3` in the order they were played (so `B.2.1` is a toe of a
 foot on toe `B.2`).
+
+Round labels are shared too: `round_number` counts the rounds of the whole game from 1 (in a game
+to a target score, where the countdown of doubles restarts, `engine.round` alone cannot), and
+`round_label` shows it as "3/10", or "13" in a game to a target score.
 """
 
 from __future__ import annotations
@@ -76,12 +80,36 @@ def move_name(engine, action: int, labels: list[str] | None = None) -> str:
     return f"play {tile} on a {move.attached}{foot}"
 
 
+def round_number(engine) -> int:
+    """The round on the table, counted from 1 over the whole game.
+
+    With fixed rounds it is `round + 1`. With `target_score` the countdown of doubles restarts
+    after the double-blank, so `round` is only the place in it (R4); the count comes from the
+    rounds scored (`len(scores[0])`): a round in play is the next one, a finished round (at the
+    game's end, or a `record.round_end_view`) the last one scored — whichever of the two is at
+    `round` in the countdown (they differ: a countdown has at least 7 rounds).
+    """
+    cfg = engine.config
+    if cfg.target_score is None:
+        return engine.round + 1
+    scored = len(engine.scores[0])
+    return scored + 1 if scored % cfg.num_rounds == engine.round else scored
+
+
+def round_label(engine, of: str = "/") -> str:
+    """The round as labels show it: "3/10" (`of` joins the round and the count; " of " gives
+    "3 of 10"); in a game to a target score, whose rounds are not counted in advance, "13"."""
+    if engine.config.target_score is not None:
+        return str(round_number(engine))
+    return f"{round_number(engine)}{of}{engine.config.num_rounds}"
+
+
 def render_text(engine, viewer: int | None = None) -> str:
     """The table as text. `viewer` is the seat whose hand is shown; None shows no hand."""
     cfg, tables = engine.config, engine.tables
     labels = arm_labels(engine)
     lines = [
-        f"round {engine.round + 1}/{cfg.num_rounds}  centre {engine.center}|{engine.center}"
+        f"round {round_label(engine)}  centre {engine.center}|{engine.center}"
         f"  boneyard {len(engine.boneyard)}"
         + ("  GAME OVER" if engine.game_over else f"  to act: player_{engine.current}")
     ]
