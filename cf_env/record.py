@@ -50,7 +50,7 @@ import numpy as np
 
 from .config import ChickenFootConfig
 from .engine import Engine, IllegalActionError
-from .render import round_label
+from .render import round_label, round_number
 from .tiles import tile_tables
 
 FORMAT = "chickenfoot-record"
@@ -550,9 +550,10 @@ def _check_final(record: dict, engine: Engine) -> None:
     if final is None:
         return
     if not engine.game_over:
+        target = engine.config.target_score
         where = f"round {round_label(engine, ' of ')}"
-        if engine.config.target_score is not None:
-            where += f", totals {engine.totals()} none past target_score {engine.config.target_score}"
+        if target is not None:
+            where = f"round {round_number(engine)}, totals {engine.totals()} none past {target}"
         raise RecordError(
             f"the record claims a finished game, but its {len(record['actions'])} actions end in "
             f"{where}"

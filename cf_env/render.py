@@ -8,7 +8,7 @@ foot on toe `B.2`).
 
 Round labels are shared too: `round_number` counts the rounds of the whole game from 1 (in a game
 to a target score, where the countdown of doubles restarts, `engine.round` alone cannot), and
-`round_label` shows it as "3/10", or "13" in a game to a target score.
+`round_label` shows it as "3/10", or "13 (game to 300)" in a game to a target score.
 """
 
 from __future__ import annotations
@@ -98,9 +98,10 @@ def round_number(engine) -> int:
 
 def round_label(engine, of: str = "/") -> str:
     """The round as labels show it: "3/10" (`of` joins the round and the count; " of " gives
-    "3 of 10"); in a game to a target score, whose rounds are not counted in advance, "13"."""
+    "3 of 10"); in a game to a target score, whose rounds are not counted in advance, the round
+    and the target: "13 (game to 300)"."""
     if engine.config.target_score is not None:
-        return str(round_number(engine))
+        return f"{round_number(engine)} (game to {engine.config.target_score})"
     return f"{round_number(engine)}{of}{engine.config.num_rounds}"
 
 

@@ -105,7 +105,8 @@ def test_i12_22_each_rounds_finished_table_including_the_last(fields, seed):
     for number, step in enumerate(ends, start=1):
         view = step.engine
         assert view.round == (number - 1) % config.num_rounds  # R4: the countdown restarts
-        assert round_number(view) == number and round_label(view) == str(number)
+        assert round_number(view) == number
+        assert round_label(view) == f"{number} (game to {config.target_score})"
         assert step.points == [engine.scores[s][number - 1] for s in range(config.num_players)]
         assert [len(row) for row in view.scores] == [number] * config.num_players
         assert view.totals() == [sum(engine.scores[s][:number]) for s in range(config.num_players)]
@@ -203,7 +204,7 @@ def test_i12_22_a_cut_short_target_game_names_its_round_and_totals():
         replay_engine(record)
     message = str(caught.value)
     assert f"end in round {len(engine.scores[0])}, totals " in message
-    assert "none past target_score 300" in message and " of 7" not in message
+    assert "none past 300" in message and " of 7" not in message
 
 
 def test_i12_22_text_view_counts_rounds_without_a_total_in_target_games():
@@ -214,7 +215,8 @@ def test_i12_22_text_view_counts_rounds_without_a_total_in_target_games():
     for step in iter_replay(record):
         header = render_text(step.engine).split("\n")[0]
         labels.append(header.split("  ")[0])
-    assert labels[0] == "round 1" and labels[-1] == f"round {len(engine.scores[0])}"
+    assert labels[0] == "round 1 (game to 300)"
+    assert labels[-1] == f"round {len(engine.scores[0])} (game to 300)"
     assert not any("/" in label for label in labels)
     numbers = [int(label.split()[1]) for label in labels]
     assert numbers == sorted(numbers) and set(numbers) == set(range(1, 15))
