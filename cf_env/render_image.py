@@ -6,7 +6,11 @@ for 6; R7), every arm's tiles with their pips, each chicken foot (R9) as a doubl
 with its toes fanning away from the centre, empty spinner arms and owed toes as dashed slots, open
 ends outlined in orange, a pending foot in red, the last tile played in blue; beside the table
 the round, whose turn it is, the boneyard size, every player's hand size and score, and — only
-for `viewer` — that player's hand. Arm labels (A, B, B.2, …) are those of `render.arm_labels`.
+for `viewer` — that player's hand, or with `reveal=True` every seat's hand and the points it
+scores (R12; for finished rounds and games). Seats are called `player_N`, or by `names` (one per
+seat, shortened to fit the panel). Arm labels (A, B, B.2, …) are those of `render.arm_labels`.
+`scale` is 0.25..2 (`SCALES`): below it hand tiles are unreadable specks, above it one frame of a
+double-18 table is over 40 MB.
 
 Layout. The table is a tree: spinner arms start at the centre double; an arm that ends in a
 chicken-foot double has its toes as children. Every arm is a straight ray *from the centre* and
@@ -25,6 +29,8 @@ coloured digits otherwise. Only Pillow's bundled default font is used.
 from __future__ import annotations
 
 import math
+import reprlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -44,6 +50,7 @@ TOE_LEAN = 0.6  # radians the outer toes of a foot lean away from their arm's di
 MAX_TILE_PX = 64  # tile length in pixels when everything fits
 PANEL_PX = 330
 MARGIN_PX = 16
+SCALES = (0.25, 2.0)  # the valid `scale` range (see the module docstring)
 
 BACKGROUND = (22, 92, 56)  # card-table green
 TABLE_LINE = (48, 122, 84)
@@ -571,17 +578,21 @@ def _fit(items: list[_Item], size: int, most: float, margin: float) -> tuple[flo
 
 
 def render_image(
-    engine, viewer: int | None = None, *, scale: float = 1.0, caption: str | None = None
+    engine,
+    viewer: int | None = None,
+    *,
+    scale: float = 1.0,
+    caption: str | None = None,
+    names: Sequence[str] | None = None,
+    reveal: bool = False,
 ) -> Image.Image:
-    """The table as a `PIL.Image` (RGB). `viewer` is the only seat whose hand is drawn; `scale`
-    multiplies every size; `caption` (e.g. "round 2 over") replaces the whose-turn line."""
+    """The table as a `PIL.Image` (RGB). `viewer` is the only seat whose hand is drawn, unless
+    `reveal` draws every seat's hand (a finished round or game: R12 scores them all); `names`
+    (one per seat) replace the `player_N` labels; `scale` (0.25..2) multiplies every size;
+    `caption` (e.g. "round 2 over") replaces the whose-turn line. Bad arguments raise
+    `ValueError` before anything is drawn."""
     cfg = engine.config
-    if viewer is not None and not (
-        isinstance(viewer, (int, np.integer)) and 0 <= viewer < cfg.num_players
-    ):
-        raise ValueError(f"viewer must be None or a seat 0..{cfg.num_players - 1}; got {viewer!r}")
-    if not scale > 0:
-        raise ValueError(f"scale must be > 0; got {scale!r}")
+    _check_arguments(cfg, viewer, scale, names, reveal)
     width, height = canvas_size(cfg, scale)
     table = _table_px(cfg, scale)
     image = Image.new("RGB", (width, height), BACKGROUND)
@@ -600,31 +611,136 @@ def render_image(
         else:
             painter.tile(item)
     draw.line([(table, 0), (table, height)], fill=TABLE_LINE, width=2)
-    _panel(draw, engine, viewer, table, width, height, scale, caption)
+    seats = _Seats(names, viewer)
+    _panel(draw, engine, seats, table, width, height, scale, caption, bool(reveal))
     return image
 
 
 def render_rgb(
-    engine, viewer: int | None = None, *, scale: float = 1.0, caption: str | None = None
+    engine,
+    viewer: int | None = None,
+    *,
+    scale: float = 1.0,
+    caption: str | None = None,
+    names: Sequence[str] | None = None,
+    reveal: bool = False,
 ) -> np.ndarray:
     """The table as an ``H×W×3 uint8`` array (the env's ``render_mode="rgb_array"``)."""
-    image = render_image(engine, viewer, scale=scale, caption=caption)
+    image = render_image(engine, viewer, scale=scale, caption=caption, names=names, reveal=reveal)
     # Faster than np.asarray(image); bytearray makes the array writable.
     flat = np.frombuffer(bytearray(image.tobytes()), dtype=np.uint8)
     return flat.reshape(image.height, image.width, 3)
 
 
 def save_png(
-    engine, path, viewer: int | None = None, *, scale: float = 1.0, caption: str | None = None
+    engine,
+    path,
+    viewer: int | None = None,
+    *,
+    scale: float = 1.0,
+    caption: str | None = None,
+    names: Sequence[str] | None = None,
+    reveal: bool = False,
 ) -> None:
     """Write the table picture to `path` as PNG."""
-    render_image(engine, viewer, scale=scale, caption=caption).save(path, format="PNG")
+    image = render_image(engine, viewer, scale=scale, caption=caption, names=names, reveal=reveal)
+    image.save(path, format="PNG")
+
+
+def _check_arguments(cfg, viewer, scale, names, reveal) -> None:
+    n = cfg.num_players
+    if viewer is not None and not (isinstance(viewer, (int, np.integer)) and 0 <= viewer < n):
+        raise ValueError(f"viewer must be None or a seat 0..{n - 1}; got {viewer!r}")
+    low, high = SCALES
+    if (
+        isinstance(scale, bool)
+        or not isinstance(scale, (int, float, np.integer, np.floating))
+        or not low <= scale <= high  # (NaN fails this too)
+    ):
+        raise ValueError(
+            f"scale must be a number {low}..{high} (smaller hand tiles are unreadable, larger "
+            f"frames huge); got {scale!r}"
+        )
+    if names is not None:
+        if isinstance(names, str) or not isinstance(names, Sequence) or len(names) != n:
+            raise ValueError(
+                f"names must list {n} strings, one per seat (or be None for player_0.."
+                f"player_{n - 1}); got {reprlib.repr(names)}"
+            )
+        for seat, name in enumerate(names):
+            if not isinstance(name, str):
+                raise ValueError(f"names[{seat}] must be a string; got {reprlib.repr(name)}")
+    if not isinstance(reveal, (bool, np.bool_)):
+        raise ValueError(f"reveal must be True or False; got {reprlib.repr(reveal)}")
+
+
+def round_number(engine) -> int:
+    """The 1-based number of the round on the table. With `target_score` the countdown of start
+    doubles restarts, so `engine.round` is only its place: count the rounds scored, plus this one
+    unless its points are in already (a finished round's table, or the end of the game)."""
+    cfg = engine.config
+    if cfg.target_score is None:
+        return engine.round + 1
+    scored = len(engine.scores[0])
+    # A scored round leaves len(scores) one past its place in the countdown (mod its length).
+    done = scored % cfg.num_rounds == (engine.round + 1) % cfg.num_rounds
+    return scored if done else scored + 1
+
+
+def round_text(engine) -> str:
+    """ "Round r of R" — or "Round r (game to T)" in a game to a target score, which has no
+    fixed number of rounds (R4 variant)."""
+    cfg = engine.config
+    if cfg.target_score is None:
+        return f"Round {engine.round + 1} of {cfg.num_rounds}"
+    return f"Round {round_number(engine)} (game to {cfg.target_score})"
 
 
 # ----------------------------------------------------------------------------------- panel
-def _panel(draw, engine, viewer, left: int, width: int, height: int, scale: float, caption) -> None:
-    """The side panel: round, whose turn, boneyard, every player's tiles and score, a hand."""
+class _Seats:
+    """How the panel names seats: `player_N` (the default labels, never shortened), or the
+    caller's names, shortened to the room a line or a table cell leaves. Names equal to the
+    defaults (a record without player names) draw exactly the default picture."""
+
+    def __init__(self, names: Sequence[str] | None, viewer: int | None):
+        self.names: list[str] | None = None
+        if names is not None and list(names) != [f"player_{s}" for s in range(len(names))]:
+            # Control characters would break a line or draw as boxes: show them as "?".
+            self.names = ["".join(c if c.isprintable() else "?" for c in n) for n in names]
+        self.viewer = viewer
+
+    def __call__(self, seat: int, font=None, room: float | None = None) -> str:
+        you = " (you)" if seat == self.viewer else ""
+        if self.names is None:
+            return f"player_{seat}{you}"
+        name = self.names[seat]
+        if font is not None and room is not None:
+            name = _shorten(name, font, room - font.getlength(you))
+        return name + you
+
+    def fits(self, seat: int, font, room: float) -> bool:
+        return self.names is None or font.getlength(self(seat)) <= room
+
+
+def _shorten(text: str, font, room: float) -> str:
+    """`text`, or its longest prefix that fits `room` pixels with "…" appended."""
+    if font.getlength(text) <= room:
+        return text
+    lo, hi = 0, len(text)  # binary search: names may be long, measuring text is not free
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if font.getlength(text[:mid].rstrip() + "…") <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip() + "…"
+
+
+def _panel(draw, engine, seats: _Seats, left: int, width, height, scale, caption, reveal) -> None:
+    """The side panel: round, whose turn, boneyard, every player's tiles and score, a hand (the
+    viewer's) or every hand (`reveal`)."""
     cfg = engine.config
+    viewer = seats.viewer
     pad = int(14 * scale)
     x, y = left + pad, pad
     room = width - x - pad
@@ -638,51 +754,67 @@ def _panel(draw, engine, viewer, left: int, width: int, height: int, scale: floa
             y += int(34 * scale) if font is big else line
 
     text("Chicken Foot", big)
-    text(f"Round {engine.round + 1} of {cfg.num_rounds}   centre {engine.center}|{engine.center}")
+    text(f"{round_text(engine)}   centre {engine.center}|{engine.center}")
     text(f"Boneyard: {len(engine.boneyard)} tiles")
     live = not engine.game_over and not caption
     if caption:
         text(caption, fill=OPEN)
     elif engine.game_over:
-        text("GAME OVER - won by " + ", ".join(_name(s, viewer) for s in engine.winners), fill=OPEN)
+        won = ", ".join(seats(s, normal, room) for s in engine.winners)
+        text("GAME OVER - won by " + won, fill=OPEN)
     else:
-        text(f"To play: {_name(engine.current, viewer)}", fill=OPEN)
+        head = "To play: "
+        text(head + seats(engine.current, normal, room - normal.getlength(head)), fill=OPEN)
     if engine.spinner_empty and live:
         text(f"Spinner: {engine.spinner_empty} arm(s) empty (R7)", small, DIM)
     if engine.foot_value >= 0 and live:
         v = engine.foot_value
         text(f"Chicken foot on {v}|{v}: {engine.toes_left} toe(s) owed (R9)", small, FOOT)
-    last = _last_action_text(engine, viewer)
+    last = _last_action_text(engine, seats, small, room)
     if last:
         text(last, small, DIM)
     y += line // 2
-    columns = (x + int(16 * scale), x + int(150 * scale), x + int(205 * scale))
+    # Given names get the room the narrow tiles/score columns leave; the defaults keep theirs.
+    stops = (16, 150, 205) if seats.names is None else (16, 190, 250)
+    columns = tuple(x + int(stop * scale) for stop in stops)
     for column, head in zip(columns, ("player", "tiles", "score")):
         draw.text((column, y), head, fill=DIM, font=small)
     y += line
     totals = engine.totals()
+    cell = columns[1] - columns[0] - int(8 * scale)
     for seat in range(cfg.num_players):
         acting = live and seat == engine.current
         fill = OPEN if acting or (engine.game_over and seat in engine.winners) else TEXT
         if acting:
             draw.text((x, y), ">", fill=fill, font=normal)
-        cells = (_name(seat, viewer), str(engine.hand_counts[seat]), str(totals[seat]))
-        for column, cell in zip(columns, cells):
-            draw.text((column, y), cell, fill=fill, font=normal)
+        # A name too long for the cell drops to the small font before it is shortened.
+        font = normal if seats.fits(seat, normal, cell) else small
+        cells = (seats(seat, font, cell), str(engine.hand_counts[seat]), str(totals[seat]))
+        for column, value, cell_font in zip(columns, cells, (font, normal, normal)):
+            draw.text((column, y), value, fill=fill, font=cell_font)
         y += line
-    if viewer is not None:
+    legend = int(3 * 19 * scale) + int(10 * scale)
+    if reveal:
         y += line // 2
-        text(f"{_name(viewer, viewer)} hand:")
-        _hand(draw, engine, viewer, x, y, room, height - y - pad, scale)
+        _all_hands(draw, engine, seats, x, y, room, height - y - pad - legend, scale, normal)
+    elif viewer is not None:
+        y += line // 2
+        text(f"{seats(viewer, normal, room - normal.getlength(' hand:'))} hand:")
+        tiles = engine.hand(viewer)
+        if not tiles:
+            draw.text((x, y), "(empty)", fill=DIM, font=small)
+        else:
+            size = _hand_size([len(tiles)], room, height - y - pad - legend, 0, scale)
+            _hand(draw, engine, viewer, x, y, size)
     # The legend, at the bottom.
     step = int(19 * scale)
     y = height - pad - 3 * step
-    legend = (
+    legend_rows = (
         (OPEN, "open end / empty arm"),
         (FOOT, "chicken foot: toes owed"),
         (LAST, "last tile"),
     )
-    for colour, what in legend:
+    for colour, what in legend_rows:
         draw.rectangle([x, y + 3, x + int(12 * scale), y + int(15 * scale)], fill=colour)
         draw.text((x + int(20 * scale), y), what, fill=DIM, font=small)
         y += step
@@ -701,37 +833,50 @@ def _wrap(text: str, font, room: float) -> list[str]:
     return parts + [current]
 
 
-def _name(seat: int, viewer: int | None) -> str:
-    return f"player_{seat}" + (" (you)" if seat == viewer else "")
-
-
-def _last_action_text(engine, viewer) -> str:
+def _last_action_text(engine, seats: _Seats, font, room: float) -> str:
     if not engine.history:
         return ""
     rnd, seat, action = engine.history[-1]
     if rnd != engine.round and not engine.game_over:
         return ""
     move = decode(engine.tables, action)
-    who = _name(seat, viewer)
     if move.kind == PLAY:
-        return f"last: {who} played {move.attached}|{move.free_end}"
-    return f"last: {who} {'drew' if move.kind == 'draw' else 'passed'}"
+        what = f"played {move.attached}|{move.free_end}"
+    else:
+        what = "drew" if move.kind == "draw" else "passed"
+    # The name gets what the rest leaves of one line.
+    who = seats(seat, font, room - font.getlength(f"last:  {what}"))
+    return f"last: {who} {what}"
 
 
-def _hand(draw, engine, viewer, x: int, y: int, room_w: int, room_h: int, scale: float) -> int:
-    """The viewer's tiles, upright, wrapped to the panel; the tile just drawn glows blue."""
-    tiles = engine.hand(viewer)
-    if not tiles:
-        draw.text((x, y), "(empty)", fill=DIM, font=_font(14 * scale))
-        return y + int(22 * scale)
-    # Largest tile size (up to 44 px long) that fits every tile into the room left.
-    legend = int(3 * 19 * scale) + int(10 * scale)
+@dataclass(frozen=True)
+class _HandSize:
+    length: int  # tile length in pixels
+    gap: int
+    per_row: int
+
+
+def _hand_size(
+    counts: list[int], room_w: int, room_h: int, label_h: int, scale: float
+) -> _HandSize:
+    """The largest tile size (up to 44 px long at scale 1) at which hands of `counts` tiles, each
+    under a `label_h` label line, fit room_w × room_h; the smallest size when none does."""
+    # (The loop always runs: scale >= SCALES[0] makes int(44 * scale) >= 11.)
     for length in range(int(44 * scale), 9, -2):
-        w, gap = length / 2, max(3, length // 8)
-        per_row = max(1, int((room_w + gap) // (w + gap)))
-        rows = math.ceil(len(tiles) / per_row)
-        if rows * (length + gap) <= room_h - legend:
+        gap = max(3, length // 8)
+        per_row = max(1, int((room_w + gap) // (length / 2 + gap)))
+        rows = sum(label_h + math.ceil(count / per_row) * (length + gap) for count in counts)
+        if rows <= room_h:
             break
+    return _HandSize(length, gap, per_row)
+
+
+def _hand(draw, engine, seat: int, x: int, y: int, size: _HandSize) -> int:
+    """A seat's tiles, upright, wrapped to the panel; the tile just drawn glows blue. Returns
+    the y below them."""
+    tiles = engine.hand(seat)
+    length, gap, per_row = size.length, size.gap, size.per_row
+    w = length / 2
     painter = _Painter(draw, length, 0, 0, engine.config.max_pips)
     for k, tile in enumerate(tiles):
         row, col = divmod(k, per_row)
@@ -740,11 +885,35 @@ def _hand(draw, engine, viewer, x: int, y: int, room_w: int, room_h: int, scale:
         lo, hi = engine.tables.pairs[tile]
         flags = (
             frozenset({"last"})
-            if tile == engine.drawn_tile and engine.current == viewer
+            if tile == engine.drawn_tile and engine.current == seat
             else frozenset()
         )
         painter.tile(_Item(cx / length, cy / length, 0.0, 1.0, HALF, (lo, hi), flags))
-    return y + rows * (length + gap)
+    return y + math.ceil(len(tiles) / per_row) * (length + gap)
 
 
-__all__ = ["Piece", "canvas_size", "render_image", "render_rgb", "save_png", "table_layout"]
+def _all_hands(draw, engine, seats: _Seats, x, y, room_w, room_h, scale, font) -> None:
+    """Every seat's hand under a line with its name and the points it scores (R12: the pips
+    left, the double-blank counting `double_blank_value`); "out" for an empty hand."""
+    line = int(23 * scale)
+    hands = [engine.hand(seat) for seat in range(engine.config.num_players)]
+    size = _hand_size([len(tiles) for tiles in hands], room_w, room_h, line, scale)
+    for seat, tiles in enumerate(hands):
+        points = int(engine.points[tiles].sum()) if tiles else 0
+        tail = f": {points} points" if tiles else ": out"
+        name = seats(seat, font, room_w - font.getlength(tail))
+        draw.text((x, y), name + tail, fill=TEXT, font=font)
+        y = _hand(draw, engine, seat, x, y + line, size)
+
+
+__all__ = [
+    "SCALES",
+    "Piece",
+    "canvas_size",
+    "render_image",
+    "render_rgb",
+    "round_number",
+    "round_text",
+    "save_png",
+    "table_layout",
+]

@@ -8,10 +8,11 @@ action; the finished table of each round is shown before the next deal) into an 
 with ``--out table.png`` one picture, of the state after ``--step N`` actions (default: the end);
 with ``--out frames/`` (a folder: an existing one, a trailing slash, or a name without a suffix)
 one PNG per state into it (``turn_0000.png``, …). Any other suffix (``x.jpg``) is refused, not
-taken for a folder. ``--viewer SEAT`` also draws that seat's hand; the frames at the end of each
-round and of the game list every hand that is left (R12 scores them), with the record's player
-names. ``--scale`` is 0.25..2 (smaller tiles are unreadable; larger frames make GIFs of a whole
-game gigabytes in memory).
+taken for a folder. Every picture names the seats as the record does ("player_1 (greedy)");
+``--viewer SEAT`` also draws that seat's hand, and the frames at the end of each round and of the
+game draw every hand that is left with the points it scores (R12). ``--scale`` is 0.25..2
+(`render_image.SCALES`: smaller tiles are unreadable; larger frames make GIFs of a whole game
+gigabytes in memory). In a game to a target score rounds are counted, not "r of N".
 
 Exit codes: 0 replayed (and rendered), 1 the record is invalid or does not replay, 2 bad arguments.
 """
@@ -31,9 +32,9 @@ from .record import (
     replay_config,
     replay_engine,
 )
-from .render import move_name, tile_text
+from .render import move_name
+from .render_image import SCALES, render_image, round_number, round_text
 
-SCALES = (0.25, 2.0)  # --scale range: below it hand tiles vanish; above it GIFs get huge
 PANEL_NAME = 20  # characters of a player's name shown in a picture's panel
 OUT_KINDS = "game.gif (an animation), table.png (one picture) or a folder (one PNG per state)"
 
@@ -56,34 +57,35 @@ def seat_names(record: dict, most: int | None = None) -> list[str]:
     return [f"player_{s} ({_short(names[s], most) if most else names[s]})" for s in range(n)]
 
 
-def frame_caption(step, total_rounds: int, names: list[str]) -> str | None:
+def frame_caption(step, names: list[str]) -> str | None:
     """The panel's status line at the end of a round or of the game (None otherwise, when the
-    panel says whose turn it is): the round's points, the winners, and every hand left — R12
-    scores them, so the end frames reveal them all."""
+    panel says whose turn it is); those frames also draw every hand left (`reveal`), under a
+    line with the points it scores (R12)."""
     engine = step.engine
     if not step.round_over:
         return None
-    text = f"Round {engine.round + 1} of {total_rounds} over."
+    text = f"{round_text(engine)} over."
     if engine.game_over:
         text += f" GAME OVER, won by {', '.join(names[s] for s in engine.winners)}."
-    pairs = engine.tables.pairs
-    for seat, name in enumerate(names):
-        tiles = " ".join(tile_text(pairs[t]) for t in engine.hand(seat)) or "out"
-        text += f" {name}: {tiles} = {step.points[seat]};"
-    return text.rstrip(";")
+    return text
+
+
+def render_step(step, names: list[str], *, viewer: int | None = None, scale: float = 1.0):
+    """The picture of one replayed state: the record's names; every hand at a round's end."""
+    caption = frame_caption(step, names)
+    return render_image(
+        step.engine, viewer, scale=scale, caption=caption, names=names, reveal=step.round_over
+    )
 
 
 def frames(record: dict, *, viewer: int | None = None, scale: float = 1.0, rounds=None):
-    """(PIL image, step) for every state of the recorded game (optionally only some rounds)."""
-    from .render_image import render_image  # Pillow is needed only for pictures
-
-    total = record_config(record).num_rounds
+    """(PIL image, step) for every state of the recorded game (optionally only some rounds,
+    numbered as `render_image.round_number` counts them)."""
     names = seat_names(record, most=PANEL_NAME)
     for step in iter_replay(record):
-        if rounds is not None and step.engine.round + 1 not in rounds:
+        if rounds is not None and round_number(step.engine) not in rounds:
             continue
-        caption = frame_caption(step, total, names)
-        yield render_image(step.engine, viewer, scale=scale, caption=caption), step
+        yield render_step(step, names, viewer=viewer, scale=scale), step
 
 
 def write_gif(
@@ -122,8 +124,6 @@ def write_pngs(record: dict, folder, *, viewer=None, scale: float = 1.0, rounds=
 
 def write_png(record: dict, path, step: int | None = None, *, viewer=None, scale=1.0) -> None:
     """Write one picture: the state after `step` actions (None: the end of the record)."""
-    from .render_image import save_png
-
     total = len(record["actions"])
     if step is None:
         step = total
@@ -135,8 +135,7 @@ def write_png(record: dict, path, step: int | None = None, *, viewer=None, scale
         if state.index > step:
             break
         shown = state  # the last state after `step` actions: the live engine, not a round's end
-    caption = frame_caption(shown, record_config(record).num_rounds, names)
-    save_png(shown.engine, path, viewer, scale=scale, caption=caption)
+    render_step(shown, names, viewer=viewer, scale=scale).save(path, format="PNG")
 
 
 def _rounds(text: str | None) -> set[int] | None:
@@ -166,7 +165,7 @@ def summary(record: dict) -> list[str]:
         lines.append("totals: " + ", ".join(f"player_{s} {totals[s]}" for s in range(n)))
         lines.append("winners: " + ", ".join(seat_names(record)[s] for s in engine.winners))
     else:
-        lines.append(f"unfinished: stopped in round {engine.round + 1}")
+        lines.append(f"unfinished: stopped in round {round_number(engine)}")
     return lines
 
 
@@ -268,7 +267,8 @@ def _move_lines(record: dict) -> list[str]:
     lines = []
     for index, action in enumerate(record["actions"]):
         name = move_name(engine, action)
-        lines.append(f"  {index:4d}  round {engine.round + 1}  {names[engine.current]}: {name}")
+        number = round_number(engine)
+        lines.append(f"  {index:4d}  round {number}  {names[engine.current]}: {name}")
         engine.step(action)
     return lines
 

@@ -7,10 +7,19 @@ import math
 
 import numpy as np
 import pytest
+from PIL import ImageDraw
 
 import cf_env
 from cf_env import ChickenFootConfig, Engine
-from cf_env.render_image import canvas_size, render_image, render_rgb, table_layout
+from cf_env import render_image as render_image_module
+from cf_env.render_image import (
+    canvas_size,
+    render_image,
+    render_rgb,
+    round_number,
+    round_text,
+    table_layout,
+)
 
 
 def play(config: ChickenFootConfig, seed: int, steps: int | None = None) -> Engine:
@@ -199,7 +208,7 @@ def test_bad_arguments_are_refused():
     engine = Engine(ChickenFootConfig(), seed=0)
     with pytest.raises(ValueError, match="viewer must be None or a seat 0..3"):
         render_rgb(engine, viewer=4)
-    with pytest.raises(ValueError, match="scale must be > 0"):
+    with pytest.raises(ValueError, match="scale must be a number 0.25..2.0"):
         render_image(engine, scale=0)
 
 
@@ -213,3 +222,128 @@ def test_env_rgb_array_mode_matches_render_rgb():
     frame = env.render()
     assert isinstance(frame, np.ndarray) and frame.dtype == np.uint8 and frame.ndim == 3
     assert np.array_equal(frame, render_rgb(env.unwrapped.engine))
+
+
+# ------------------------------------------------------------------ issue 12: hardening
+def _panel_text(monkeypatch, engine) -> list[tuple[float, str, object]]:
+    """(x, text, font) of every text the next pictures write into the side panel."""
+    drawn = []
+    original = ImageDraw.ImageDraw.text
+    table = canvas_size(engine.config)[1]
+
+    def spy(self, xy, text, *args, **kwargs):
+        if xy[0] >= table:  # (the table's arm labels and pip digits are left of it)
+            drawn.append((xy[0], text, kwargs.get("font")))
+        return original(self, xy, text, *args, **kwargs)
+
+    monkeypatch.setattr(ImageDraw.ImageDraw, "text", spy)
+    return drawn
+
+
+def test_i12_17_names_label_the_panel_and_are_shortened_to_fit(monkeypatch):
+    engine = play(ChickenFootConfig(), seed=0, steps=30)
+    table, width = canvas_size(engine.config)[1], canvas_size(engine.config)[0]
+    plain = render_rgb(engine, viewer=1)
+    # The default labels, given as names (a record without player names), change nothing.
+    defaults = [f"player_{s}" for s in range(4)]
+    assert np.array_equal(render_rgb(engine, viewer=1, names=defaults), plain)
+    names = ["Ann", "ppo:" + "a_very_long_checkpoint_name_" * 4, "greedy", "Bo\nb"]
+    public = render_rgb(engine)
+    drawn = _panel_text(monkeypatch, engine)
+    named = render_rgb(engine, names=names)
+    # Only the side panel changes.
+    assert np.array_equal(named[:, :table], public[:, :table])
+    assert not np.array_equal(named[:, table:], public[:, table:])
+    texts = [text for _x, text, _font in drawn]
+    assert {"Ann", "greedy", "Bo?b"} <= set(texts)  # table cells; control characters as "?"
+    longs = [t for t in texts if t.startswith("ppo:a_very_long")]
+    assert longs and all(t.endswith("…") for t in longs)
+    assert not any(t.startswith("player_") for t in texts)
+    shown = ["Ann", "ppo:a_very_long", "greedy", "Bo?b"]
+    assert any(t.startswith(f"To play: {shown[engine.current]}") for t in texts)
+    assert any(t.startswith(f"last: {shown[engine.history[-1][1]]}") for t in texts)
+    # Nothing runs past the panel's right edge, however long a name is.
+    for x, text, font in drawn:
+        assert x + font.getlength(text) <= width, text
+    drawn.clear()
+    render_rgb(engine, viewer=3, names=names)
+    assert {"Bo?b (you)", "Bo?b (you) hand:"} <= {text for _x, text, _font in drawn}
+
+
+def test_i12_17_bad_names_and_reveal_are_refused():
+    engine = play(ChickenFootConfig(), seed=1, steps=10)
+    before = engine.snapshot()
+    with pytest.raises(ValueError, match=r"names must list 4 strings, one per seat .* got \['a'"):
+        render_rgb(engine, names=["a", "b"])
+    with pytest.raises(ValueError, match="names must list 4 strings"):
+        render_rgb(engine, names="abcd")  # a string is not a list of names
+    with pytest.raises(ValueError, match=r"names\[2\] must be a string; got 7"):
+        render_rgb(engine, names=["a", "b", 7, "d"])
+    with pytest.raises(ValueError, match="reveal must be True or False; got 'yes'"):
+        render_rgb(engine, reveal="yes")
+    assert engine.snapshot() == before
+
+
+def test_i12_17_reveal_draws_every_hand_with_its_points(monkeypatch):
+    engine = play(ChickenFootConfig(num_rounds=1), seed=2)  # a finished game: hands are left
+    assert engine.game_over and sum(engine.hand_counts) > 0 and 0 in engine.hand_counts
+    table = canvas_size(engine.config)[1]
+    hidden = render_rgb(engine)
+    tiles = []
+    original = render_image_module._Painter.tile
+
+    def spy(self, item):
+        tiles.append(item.values)
+        return original(self, item)
+
+    monkeypatch.setattr(render_image_module._Painter, "tile", spy)
+    drawn = _panel_text(monkeypatch, engine)
+    revealed = render_rgb(engine, reveal=True)
+    assert np.array_equal(revealed[:, :table], hidden[:, :table])
+    assert not np.array_equal(revealed[:, table:], hidden[:, table:])
+    # The table's tiles, then every seat's hand in seat order.
+    on_table = int(engine.on_table.sum())
+    pairs = engine.tables.pairs
+    hands = [tuple(int(v) for v in pairs[t]) for s in range(4) for t in engine.hand(s)]
+    assert [tuple(int(v) for v in pair) for pair in tiles[on_table:]] == hands
+    # Each hand is headed by the points R12 scored it in the round just ended.
+    texts = {text for _x, text, _font in drawn}
+    for seat in range(4):
+        points = engine.scores[seat][-1]
+        head = f"player_{seat}: {points} points" if engine.hand(seat) else f"player_{seat}: out"
+        assert head in texts
+        assert points or not engine.hand(seat)  # (this set counts every tile, 0|0 as 50)
+
+
+def test_i12_17_small_scales_are_value_errors_not_unbound_locals():
+    engine = play(ChickenFootConfig(), seed=2, steps=5)
+    # A hand was drawn at tile size int(44 * scale) <= 9 with its size never chosen.
+    for scale in (0.2, 0.1, 0, -1, 2.5, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match=r"scale must be a number 0\.25\.\.2\.0 .* got"):
+            render_rgb(engine, viewer=0, scale=scale)
+    # The ends of the range draw the viewer's hand, and every hand, at the canvas size.
+    for scale in (0.25, 2.0):
+        for reveal in (False, True):
+            image = render_rgb(engine, viewer=0, scale=scale, reveal=reveal)
+            assert image.shape == (*canvas_size(engine.config, scale)[::-1], 3)
+
+
+def test_i12_17_target_games_count_rounds_not_the_countdown(monkeypatch):
+    config = ChickenFootConfig(max_pips=6, num_players=2, target_score=200, double_blank_value=0)
+    engine = Engine(config, seed=0)
+    rng = np.random.default_rng(0)
+    # Play past the double-blank round: the countdown of start doubles restarts.
+    while len(engine.scores[0]) < config.num_rounds + 1:
+        engine.step(int(rng.choice(engine.legal_actions())))
+    assert not engine.game_over and engine.round == 1 and engine.center == 5
+    assert round_number(engine) == 9
+    drawn = _panel_text(monkeypatch, engine)
+    render_rgb(engine)
+    texts = [text for _x, text, _font in drawn]
+    assert "Round 9 (game to 200)   centre 5|5" in texts
+    assert not any(text.startswith("Round") and " of " in text for text in texts)
+    while not engine.game_over:
+        engine.step(int(rng.choice(engine.legal_actions())))
+    # At the end the last round is scored already: it is the count, not one past it.
+    assert round_text(engine) == f"Round {len(engine.scores[0])} (game to 200)"
+    assert round_text(Engine(ChickenFootConfig(), seed=0)) == "Round 1 of 10"

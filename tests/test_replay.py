@@ -27,9 +27,8 @@ from cf_env.record import (
     round_end_view,
     write_record,
 )
-from cf_env.render import tile_text
-from cf_env.render_image import canvas_size, render_rgb
-from cf_env.replay import frame_caption, seat_names
+from cf_env.render_image import canvas_size, render_image, render_rgb
+from cf_env.replay import frame_caption, frames, seat_names
 from cf_env.replay import main as replay_main
 
 SMALL = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=3)
@@ -336,26 +335,59 @@ def test_i12_17_replay_frames_name_players_and_reveal_hands(tmp_path):
     record = record_from_engine(engine, players=names)
     labels = seat_names(record, most=20)
     assert labels == ["player_0 (alice)", "player_1 (ppo:step_1000)", "player_2 (bob)"]
-    ends = [step for step in iter_replay(record) if step.round_over]
-    assert len(ends) == 2
-    for step in ends:
-        text = frame_caption(step, 2, labels)
-        # R12: every hand left is shown (and scored), under the record's names.
-        for seat, label in enumerate(labels):
-            tiles = " ".join(tile_text(step.engine.tables.pairs[t]) for t in step.engine.hand(seat))
-            assert f"{label}: {tiles or 'out'} = {step.points[seat]}" in text
-    assert "GAME OVER, won by " + ", ".join(labels[s] for s in engine.winners) in text
-    assert frame_caption(next(iter_replay(record)), 2, labels) is None  # mid-round: whose turn
-    # The end-of-game picture carries that caption.
+    unnamed = dict(record)
+    del unnamed["players"]
+    table = canvas_size(engine.config, 0.25)[1]
+    count = ends = 0
+    for (picture, step), (plain, _) in zip(
+        frames(record, scale=0.25), frames(unnamed, scale=0.25), strict=True
+    ):
+        named, plain = np.asarray(picture), np.asarray(plain)
+        # The record's names are in every frame's panel, and only there.
+        assert np.array_equal(named[:, :table], plain[:, :table])
+        assert not np.array_equal(named[:, table:], plain[:, table:])
+        # Every hand is drawn (R12 scores them) at the end of each round and of the game only.
+        caption = frame_caption(step, labels)
+        hidden = render_image(step.engine, scale=0.25, caption=caption, names=labels)
+        assert np.array_equal(named, np.asarray(hidden)) == (not step.round_over)
+        count += 1
+        ends += step.round_over
+    assert ends == 2 and count == 1 + len(engine.history) + 1
+    last = [step for step in iter_replay(record) if step.round_over][-1]
+    text = frame_caption(last, labels)
+    winners = ", ".join(labels[s] for s in engine.winners)
+    assert text == f"Round 2 of 2 over. GAME OVER, won by {winners}."
+    assert frame_caption(next(iter_replay(record)), labels) is None  # mid-round: whose turn
+    # The end-of-game picture is that frame.
     path = tmp_path / "game.json"
     path.write_text(json.dumps(record))
     png = tmp_path / "end.png"
     assert replay_main([str(path), "--out", str(png), "--scale", "0.5"]) == 0
-    from cf_env.render_image import render_image
-
-    expected = render_image(ends[-1].engine, scale=0.5, caption=frame_caption(ends[-1], 2, labels))
+    expected = render_image(last.engine, scale=0.5, caption=text, names=labels, reveal=True)
     with Image.open(png) as image:
         assert np.array_equal(np.asarray(image.convert("RGB")), np.asarray(expected))
+
+
+def test_i12_17_replay_counts_rounds_in_target_games(tmp_path, capsys):
+    config = ChickenFootConfig(max_pips=6, num_players=2, target_score=200, double_blank_value=0)
+    engine = Engine(config, seed=0)
+    rng = np.random.default_rng(0)
+    # Stop in round 9: the countdown of start doubles restarted after round 7 (double-blank).
+    while len(engine.scores[0]) < config.num_rounds + 1 or engine.hand_counts[0] > 5:
+        engine.step(int(rng.choice(engine.legal_actions())))
+    assert not engine.game_over and engine.round == 1 and len(engine.scores[0]) == 8
+    record = record_from_engine(engine, seed=0)
+    path = tmp_path / "target.json"
+    path.write_text(json.dumps(record))
+    assert replay_main([str(path), "--moves"]) == 0
+    out = capsys.readouterr().out
+    assert "round 8: " in out and "unfinished: stopped in round 9\n" in out
+    assert out.splitlines()[-1].split()[1:3] == ["round", "9"]  # the last move's round
+    # --rounds picks rounds by their count: round 2 is not round 9 (both start with 5|5).
+    played = [len(step.engine.scores[0]) for _image, step in frames(record, rounds={2})]
+    assert played and set(played) <= {1, 2}  # round 2 live, or its finished table
+    played = [len(step.engine.scores[0]) for _image, step in frames(record, rounds={9})]
+    assert played and set(played) == {8}
 
 
 def test_i12_16_json_lines_files_of_records_replay_by_game(tmp_path, capsys):
