@@ -12,13 +12,17 @@ own observations, built exactly as the env builds them.
 A checkpoint plays only the game it was trained for, so with a ``ppo:`` opponent the rules come
 from its card (``card.json``: players, set, spinner arms, hand size and every variant): options
 left out are taken from it, and ``--players``/``--max-pips``/``--spinner-arms`` that contradict it
-(or ``--rounds`` above its rounds) exit 2 with an error naming both values. ``--record`` and
-``--image`` paths are checked before the game starts.
+(or ``--rounds`` above its rounds; any other ``--rounds`` when the card plays to a target score)
+exit 2 with an error naming both values. ``--record`` and ``--image`` paths are checked before
+the game starts. In a game to a target score (a card's variant) rounds are counted, not "r of
+N" — the countdown of start doubles restarts after the double-blank — and the end names the
+round in which a total passed the target.
 
 On your turn the table, your hand and your legal moves are shown as a numbered list; type a
 number (``q`` quits, ``t`` shows the table again). When you have exactly one legal move
 (a forced draw or pass) it is made for you. When nobody was dealt a round's start double, the
-search for it (R5) is announced with how many tiles each seat drew. At the end of each round
+search for it (R5, or the card's `start_search` variant) is announced with how many tiles each
+seat drew, or which lower double started instead. At the end of each round
 everyone's remaining hand is shown with the points it scores (R12). ``--image PATH`` rewrites a
 PNG of the table after every move; ``--record PATH`` saves the game (`cf_env.record`) for
 `python -m cf_env.replay`.
@@ -42,8 +46,8 @@ from .actions import DRAW, PASS, decode
 from .config import ChickenFootConfig
 from .engine import Engine
 from .observation import Encoder
-from .record import final_of, make_record, round_end_view, save_record
-from .render import arm_labels, move_name, render_text, tile_text
+from .record import RecordError, final_of, make_record, round_end_view, save_record
+from .render import arm_labels, move_name, render_text, round_label, round_number, tile_text
 
 QUIT = ("q", "quit", "exit")
 SHOW = ("t", "table", "?", "h", "help")
@@ -136,9 +140,13 @@ class Game:
 
     def intro(self) -> None:
         cfg = self.config
+        if cfg.target_score is None:
+            length = f"{cfg.num_rounds} round(s)"
+        else:  # (a card's variant: the countdown of doubles restarts until a total passes it)
+            length = f"rounds until a total passes {cfg.target_score}"
         self.say(
             f"Chicken Foot: double-{cfg.max_pips} set, {cfg.num_players} players, "
-            f"{cfg.num_rounds} round(s), {cfg.spinner_arms} spinner arms, seed {self.seed}"
+            f"{length}, {cfg.spinner_arms} spinner arms, seed {self.seed}"
         )
         for seat in range(cfg.num_players):
             self.say(f"  seat {seat}: {self.who(seat)}")
@@ -154,26 +162,41 @@ class Game:
         self.say()
         self.announce_search()
         self.say(
-            f"=== Round {e.round + 1} of {self.config.num_rounds}: "
+            f"=== Round {round_label(e, ' of ')}: "
             f"{self.who(e.start_seat)} {'set' if e.start_seat == self.seat else 'sets'} "
             f"{e.center}|{e.center} in the centre; "
             f"{self.who(e.current)} {'go' if e.current == self.seat else 'goes'} first ==="
         )
 
     def announce_search(self) -> None:
-        """R5: when nobody was dealt the start double, seats drew in turn until it came up.
+        """R5: when nobody was dealt the start double, seats drew until it came up — in turn,
+        or (variant "all_draw") all at once — or (variant "lower_double") a lower double started.
 
         The engine does the search inside the deal; what each seat drew is read back from the
         hand sizes (the finder also placed the double), so a human knows why their hand grew.
         """
-        e, n, size = self.engine, self.config.num_players, self.config.hand_size
+        e, cfg = self.engine, self.config
+        n, size = cfg.num_players, cfg.hand_size
+        due = cfg.max_pips - e.round  # R4: this round's double; a lower centre is the variant's
+        if e.center < due:
+            self.say(
+                f"Nobody was dealt the {due}|{due}: the highest lower double dealt, "
+                f"{e.center}|{e.center}, starts the round (R5 variant lower_double)."
+            )
+            return
         drawn = [e.hand_counts[s] - size + (s == e.start_seat) for s in range(n)]
         if not any(drawn):
             return
         draws = ", ".join(f"{self.who(s)} drew {drawn[s]}" for s in range(n) if drawn[s])
+        how = (
+            "all drew one tile at a time, together,"
+            if cfg.start_search == "all_draw"
+            else "drew from the boneyard in turn"
+        )
+        rule = "R5 variant all_draw" if cfg.start_search == "all_draw" else "R5"
         self.say(
-            f"Nobody was dealt the {e.center}|{e.center}: the players drew from the boneyard in "
-            f"turn until it came up, keeping what they drew (R5): {draws}."
+            f"Nobody was dealt the {e.center}|{e.center}: the players {how} until it came up, "
+            f"keeping what they drew ({rule}): {draws}."
         )
 
     def show_table(self) -> None:
@@ -199,6 +222,11 @@ class Game:
         e = self.engine
         totals = e.totals()
         self.say()
+        if self.config.target_score is not None:
+            self.say(
+                f"A total passed {self.config.target_score} in round {round_number(e)}: "
+                "the game is over."
+            )
         self.say("=== Final standings (lowest total wins; R13 breaks ties) ===")
         order = sorted(
             range(self.config.num_players), key=lambda s: (s not in e.winners, totals[s])
@@ -307,13 +335,16 @@ class Game:
     def save(self) -> bool:
         """Write the record if one was asked for; False (and an error line) if it failed."""
         if self.args.record:
-            record = make_record(
-                self.config, self.seed, self.actions, final_of(self.engine), self.names
-            )
             try:
+                record = make_record(
+                    self.config, self.seed, self.actions, final_of(self.engine), self.names
+                )
                 save_record(self.args.record, record)
             except OSError as err:  # checked before the game, but a disk can fill up meanwhile
                 print(f"error: cannot write --record {self.args.record!r}: {err}", file=sys.stderr)
+                return False
+            except RecordError as err:  # a target game past the records' cap on rounds
+                print(f"error: cannot record this game: {err}", file=sys.stderr)
                 return False
             self.say(f"game record saved to {self.args.record}")
         return True
@@ -346,10 +377,17 @@ def _apply_card(args: argparse.Namespace, specs: list[str]) -> None:
                 setattr(args, dest, value)
         return
     spec, rules = card
+    # A game to a target score has no number of rounds to shorten (its countdown restarts).
+    fewer = rules.get("target_score") is None
     for dest, field in RULE_OPTIONS.items():
         given, trained = getattr(args, dest), rules.pop(field)
         if given is None:
             setattr(args, dest, trained)
+        elif field == "num_rounds" and not fewer and given != trained:
+            raise ValueError(
+                f"--rounds {given} contradicts {spec}: its card plays rounds until a total passes "
+                f"target_score {rules['target_score']} (leave --rounds out)"
+            )
         elif given != trained and not (field == "num_rounds" and 1 <= given < trained):
             option = "--" + dest.replace("_", "-")
             # (A shorter game is fine: round r of it is round r of the trained one.)

@@ -8,6 +8,7 @@ move names, the image and record options, and failing opponents.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import select
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import cf_env.play as play_module
 from cf_env import ChickenFootConfig, Engine
 from cf_env.play import main as play_main
 from cf_env.policies import register_policy
@@ -307,3 +309,85 @@ def test_i12_17_score_tables_align_long_names_and_reveal_hands(tmp_path):
             f"{a}|{b}" for a, b in map(engine.tables.pairs.__getitem__, engine.hand(seat))
         )
         assert row.endswith("   " + (hand or "(out)")), (row, hand)
+
+
+# ------------------------------------------------------------------ issue 12 item 22: variants
+def _card_with(monkeypatch, **fields) -> ChickenFootConfig:
+    """Play under rules a checkpoint's card would set (play has no options for the variants):
+    `_card_rules` answers as for a card with `fields`, while the opponents stay bots."""
+    from training.checkpoints import NEUTRAL_FIELDS
+
+    config = ChickenFootConfig(**fields)
+    rules = {k: v for k, v in config.to_dict().items() if k not in NEUTRAL_FIELDS}
+    monkeypatch.setattr(play_module, "_card_rules", lambda specs: ("card-test", dict(rules)))
+    return config
+
+
+def test_i12_22_play_counts_the_rounds_of_a_target_game(monkeypatch, tmp_path):
+    """A game to a target score is not "round r of N": rounds are counted (the countdown of
+    doubles restarts after the double-blank), each finished table under its own round's number,
+    and the end says in which round a total passed the target."""
+    config = _card_with(monkeypatch, max_pips=6, num_players=2, target_score=300)
+    record = tmp_path / "game.json"
+    out = io.StringIO()
+    args = ["--opponents", "random", "--seed", "3", "--record", str(record)]
+    assert play_main(args, out=out, inp=io.StringIO("1\n" * 3000)) == 0
+    text = out.getvalue()
+    assert text.startswith("Chicken Foot: double-6 set, 2 players, rounds until a total passes 300")
+    engine = replay_engine(read_record(record))
+    played = len(engine.scores[0])
+    assert played > config.num_rounds  # (seed 3: 12 rounds, the countdown of 7 restarted)
+    starts = re.findall(r"=== Round (.*?): ", text)
+    assert starts == [f"{k} (game to 300)" for k in range(1, played + 1)]
+    # The table shown at each round's end is that round's: its header has the same number.
+    chunks = text.split("--- Round over")[:-1]
+    ends = [re.findall(r"^round (.*?)  centre", chunk, re.M)[-1] for chunk in chunks]
+    assert ends == starts
+    assert " of 7" not in text and "/7" not in text
+    assert f"A total passed 300 in round {played}: the game is over." in text
+
+
+def test_i12_22_rounds_option_contradicts_a_target_card(tmp_path, capsys):
+    card = json.loads((ROOT / "checkpoints" / "ppo-4p-d9" / "card.json").read_text())
+    card["env_config"]["target_score"] = 500
+    (tmp_path / "card.json").write_text(json.dumps(card))
+    spec = f"ppo:{tmp_path}"
+    out = io.StringIO()
+    assert play_main(["--opponents", spec, "--rounds", "3"], out=out, inp=io.StringIO("")) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"error: --rounds 3 contradicts {spec}: its card plays rounds until a total passes "
+        "target_score 500 (leave --rounds out)"
+    ) in err
+    assert out.getvalue() == ""
+
+
+@pytest.mark.parametrize(
+    "search, message",
+    [
+        (
+            "all_draw",
+            "Nobody was dealt the 6|6: the players all drew one tile at a time, together, until "
+            "it came up, keeping what they drew (R5 variant all_draw): you drew {0}, "
+            "player_1 (random) drew {1}.",
+        ),
+        (
+            "lower_double",
+            "Nobody was dealt the 6|6: the highest lower double dealt, {center}|{center}, starts "
+            "the round (R5 variant lower_double).",
+        ),
+    ],
+)
+def test_i12_22_start_search_variants_are_announced(monkeypatch, search, message):
+    config = _card_with(monkeypatch, max_pips=6, num_players=2, num_rounds=1, start_search=search)
+    engine = Engine(config, seed=7)  # seed 7: nobody is dealt the 6|6 (as in the R5 test above)
+    drew = [engine.hand_counts[s] - config.hand_size + (s == engine.start_seat) for s in (0, 1)]
+    if search == "lower_double":
+        assert engine.center < 6 and drew == [0, 0]
+    else:
+        assert engine.center == 6 and min(drew) > 0
+    out = io.StringIO()
+    play_main(["--opponents", "random", "--seed", "7"], out=out, inp=io.StringIO(""))
+    text = out.getvalue()
+    assert message.format(*drew, center=engine.center) in text
+    assert "drew from the boneyard in turn" not in text
