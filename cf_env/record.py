@@ -30,7 +30,8 @@ kind, `read_records(path)` every game.
 record nests (`MAX_DEPTH`), numbers with more than `MAX_DIGITS` digits, NaN/Infinity, floats or
 out-of-range ints where ints are expected, and more actions than a game of the record's config can
 hold (`max_actions`) all raise `RecordError` naming the problem — never a bare `ValueError`,
-`RecursionError` or a multi-megabyte message.
+`RecursionError` or a multi-megabyte message. A game to a `target_score` has no fixed number of
+rounds: `max_rounds` bounds them (and caps them, documented, where a round can score nothing).
 
 `write_record` / `record_from_engine` make records, `read_record` / `validate_record` check them,
 `replay_engine` re-simulates one (raising `RecordError` if an action is illegal or the result
