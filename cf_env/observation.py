@@ -206,7 +206,9 @@ class SeatView:
         self._history: list | None = None
         self._seat = -1
 
-    def observe(self, engine, seat: int) -> np.ndarray:
+    def observe(self, engine, seat: int, out: np.ndarray | None = None) -> np.ndarray:
+        """The seat's observation now: a fresh copy, or written into `out` (a float32 row of
+        the observation's size, e.g. a trainer's batch buffer) and `out` returned."""
         history = engine.history
         if (
             history is not self._history
@@ -221,9 +223,12 @@ class SeatView:
             self._history, self._seat, self._round = history, seat, engine.round
             self._seen = len(history)
             self._ones = self._one_hot_positions(engine, seat)
+        else:
+            self._update(engine, seat, history)
+        if out is None:
             return self._buffer.copy()
-        self._update(engine, seat, history)
-        return self._buffer.copy()
+        out[:] = self._buffer
+        return out
 
     def _seat_tables(self, seat: int) -> None:
         n, count = self.encoder.config.num_players, self.encoder.config.num_tiles

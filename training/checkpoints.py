@@ -6,7 +6,8 @@ A checkpoint is a directory:
 |---|---|---|
 | `card.json` | format, steps, env config, `OBSERVATION_VERSION`, sizes, network, provenance | everything |
 | `policy.npz` | the actor's weights as plain arrays (`W0, b0, W1, b1, …`, loaded without pickle) | playing |
-| `model.zip` | the full sb3-contrib `MaskablePPO` (value net, optimiser state) | resuming training |
+| `model.zip` | the full sb3-contrib `MaskablePPO` (value net, optimiser state) | resuming training (`algo: maskable_ppo`) |
+| `trainer.pt` | self-play trainer state: actor, critic, optimiser, counters, pool (`torch.save` of plain state dicts, read with `weights_only=True`) | resuming training (`algo: selfplay`) |
 
 Playing a checkpoint (`ppo:<path>` specs, `load_ppo_policy`) needs only the card and the numpy
 weights: no torch, no pickle, and a forward pass in tens of microseconds. `<path>` may be a
@@ -616,19 +617,30 @@ def write_pointer(folder: Path, name: str, target: Path, **info) -> None:
 
 
 def save_run_checkpoint(folder: str | os.PathLike, model, card: dict, *, best: bool = False) -> Path:
-    """Write `step_<N>/` in a run's checkpoint folder and move `latest` (and `best`) to it.
+    """Write an SB3 model's `step_<N>/` in a run's checkpoint folder (`save_checkpoint_as_latest`)."""
+    return save_checkpoint_as_latest(
+        folder, int(model.num_timesteps), lambda target: write_checkpoint(target, model, card),
+        best=best, best_info=card.get("best", {}),
+    )
 
-    Older step folders that no pointer names are removed afterwards (the previous latest is kept
-    until the new one is in place).
+
+def save_checkpoint_as_latest(folder: str | os.PathLike, steps: int,
+                              write: Callable[[Path], object], *, best: bool = False,
+                              best_info: Mapping | None = None) -> Path:
+    """Write `step_<N>/` in a run's checkpoint folder with `write(target)` (an atomic writer:
+    `write_checkpoint`, `write_weights_checkpoint`) and move `latest` (and `best`) to it.
+
+    Any trainer's checkpoints go through here. Older step folders that no pointer names are
+    removed afterwards (the previous latest is kept until the new one is in place).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"step_{int(model.num_timesteps):09d}"
+    target = folder / f"step_{int(steps):09d}"
     if not target.exists():
-        write_checkpoint(target, model, card)
-    write_pointer(folder, "latest", target, steps=int(model.num_timesteps))
+        write(target)
+    write_pointer(folder, "latest", target, steps=int(steps))
     if best:
-        write_pointer(folder, "best", target, steps=int(model.num_timesteps), **card.get("best", {}))
+        write_pointer(folder, "best", target, steps=int(steps), **dict(best_info or {}))
     _prune(folder)
     return target
 

@@ -53,9 +53,10 @@ class PPOSettings:
     """Adam step size (constant); > 0. May change on --resume, like every ppo.* field except
     n_steps, net_arch and activation."""
     n_steps: int = 256
-    """Steps per env per rollout; a rollout holds n_steps * num_envs learner decisions."""
+    """maskable_ppo only: steps per env per rollout; a rollout holds n_steps * num_envs learner
+    decisions (self-play: selfplay.rollout_steps)."""
     batch_size: int = 512
-    """Minibatch size for the PPO update."""
+    """Minibatch size for the PPO update (both algos)."""
     n_epochs: int = 4
     """Passes over each rollout (the update's CPU cost is proportional)."""
     gamma: float = 0.995
@@ -80,6 +81,37 @@ class PPOSettings:
 
 
 @dataclass
+class SelfPlaySettings:
+    """The self-play trainer (`algo: selfplay`, `training.selfplay`); ignored by maskable_ppo."""
+
+    num_games: int = 128
+    """Games stepped together in the collector(s); every step batches one learner decision of
+    each game into one forward pass. A multiple of `workers`."""
+    rollout_steps: int = 64
+    """Batched steps per rollout: a rollout holds rollout_steps * num_games learner decisions
+    (the self-play counterpart of ppo.n_steps, which only maskable_ppo reads)."""
+    pool_share: float = 0.25
+    """Probability that a seat of a new game is an opponent (drawn from opponents.bots and the
+    snapshots with their weights) instead of a learner seat; in [0, 1). Every game keeps at
+    least one learner seat."""
+    privileged_critic: bool = True
+    """The critic also reads the other seats' hands and the boneyard (training only; the actor
+    never does). False: the critic reads the observation only (the ablation). Fixed for a run."""
+    workers: int = 1
+    """Collector processes. 1 without overlap: collect in the trainer's own process, then
+    update. The run is deterministic for a fixed workers (and overlap); other values deal other
+    games."""
+    overlap: bool = False
+    """Collect the next rollout in the worker process(es) while the trainer's process updates
+    (a one-iteration policy lag, corrected by PPO's ratio against the behaviour policy)."""
+    win_bonus: float = 0.0
+    """Reward shaping: added to the round's winner(s) (lowest points, shared) minus its mean over
+    the seats, so rewards stay zero-sum. 0 = the plain zero_sum reward."""
+    clip_value_loss: bool = False
+    """Clip the value update to ppo.clip_range around the behaviour value (CleanRL's clip_vloss)."""
+
+
+@dataclass
 class EvalSettings:
     every_steps: int = 100_000
     """Learner steps between evaluations (0 disables periodic evaluation)."""
@@ -97,6 +129,10 @@ class EvalSettings:
 
 @dataclass
 class TrainConfig:
+    algo: str = "selfplay"
+    """The learner: "selfplay" (training.selfplay: every seat of many batched games learns,
+    privileged critic) or "maskable_ppo" (sb3-contrib MaskablePPO, one seat per game). The
+    ppo.* hyperparameters mean the same in both. Fixed for a run."""
     run_name: str | None = None
     """Run directory name under `runs_dir`; None makes one from the config name and the time."""
     runs_dir: str = "runs"
@@ -108,11 +144,12 @@ class TrainConfig:
     total_steps: int = 3_000_000
     """Learner decisions to train for (in total, counting a resumed run's earlier steps)."""
     num_envs: int = 16
-    """Parallel envs."""
+    """maskable_ppo only: parallel envs (self-play: selfplay.num_games)."""
     vec_env: str = "dummy"
-    """"dummy" (in-process, best on 1–2 cores) or "subproc" (one process per env)."""
+    """maskable_ppo only: "dummy" (in-process, best on 1–2 cores) or "subproc" (one process
+    per env)."""
     torch_threads: int = 1
-    """torch.set_num_threads; 1 avoids oversubscribing a small shared machine."""
+    """torch.set_num_threads in the trainer's process (self-play collector processes use 1)."""
     checkpoint_every: int = 50_000
     """Learner steps between writes of the latest checkpoint."""
     progress_bar: bool = True
@@ -121,6 +158,7 @@ class TrainConfig:
     opponents: OpponentSettings = field(default_factory=OpponentSettings)
     ppo: PPOSettings = field(default_factory=PPOSettings)
     eval: EvalSettings = field(default_factory=EvalSettings)
+    selfplay: SelfPlaySettings = field(default_factory=SelfPlaySettings)
 
     def rules(self) -> ChickenFootConfig:
         """The game config the learner trains on (validated by ChickenFootConfig)."""
@@ -274,6 +312,9 @@ def validate(config: TrainConfig) -> None:
         "opponents.max_snapshots": config.opponents.max_snapshots,
         "eval.deals": config.eval.deals,
         "eval.workers": config.eval.workers,
+        "selfplay.num_games": config.selfplay.num_games,
+        "selfplay.rollout_steps": config.selfplay.rollout_steps,
+        "selfplay.workers": config.selfplay.workers,
     }
     for name, value in positive.items():
         if value < 1:
@@ -298,6 +339,21 @@ def validate(config: TrainConfig) -> None:
     _require("ppo.batch_size", p.batch_size, p.batch_size >= 2, ">= 2")
     _require("ppo.n_steps * num_envs", p.n_steps * config.num_envs,
              p.n_steps * config.num_envs >= 2, ">= 2")
+    if config.algo not in ("selfplay", "maskable_ppo"):
+        raise ValueError(f"algo must be 'selfplay' or 'maskable_ppo'; got {config.algo!r}")
+    sp = config.selfplay
+    _require("selfplay.pool_share", sp.pool_share, _number(sp.pool_share) and 0 <= sp.pool_share < 1,
+             "in [0, 1) (every game keeps a learner seat)")
+    _require("selfplay.win_bonus", sp.win_bonus, _number(sp.win_bonus) and sp.win_bonus >= 0,
+             "a number >= 0")
+    _require("selfplay.num_games", sp.num_games, sp.num_games % sp.workers == 0,
+             f"a multiple of selfplay.workers ({sp.workers})")
+    if config.algo == "selfplay":
+        _require("selfplay.rollout_steps * selfplay.num_games", sp.rollout_steps * sp.num_games,
+                 sp.rollout_steps * sp.num_games >= 2, ">= 2")
+        if rules.reward_mode == "win" and config.env.episode != "game":
+            raise ValueError("env.rules reward_mode 'win' pays only at the game's end: it needs "
+                             "env.episode 'game'")
     if config.vec_env not in ("dummy", "subproc"):
         raise ValueError(f"vec_env must be 'dummy' or 'subproc'; got {config.vec_env!r}")
     if config.env.episode not in ("round", "game"):
@@ -356,9 +412,11 @@ def validate_policies(config: TrainConfig) -> None:
 # Fields a resumed run cannot change, and why. Everything else is applied to the loaded model or
 # read afresh when the session starts (the opponent pool, evaluation, checkpoints, steps).
 RESUME_FIXED = {
+    "algo": "the checkpoint holds this learner's state",
+    "selfplay.privileged_critic": "the saved critic's input has this size",
     "seed": "the run's random streams derive from it",
     "num_envs": "the saved model's rollout buffer and the env seeds depend on it",
-    "ppo.n_steps": "the saved model's rollout buffer has this shape",
+    "ppo.n_steps": "the saved model's rollout buffer has this shape (maskable_ppo)",
     "ppo.net_arch": "the saved network has this shape",
     "ppo.activation": "the saved network uses it",
     "env": "the model was trained on this game (start a new run for another)",
@@ -371,7 +429,7 @@ def _flatten(data: dict, prefix: str = "") -> dict:
     out = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict) and key in ("env", "opponents", "ppo", "eval"):
+        if isinstance(value, dict) and key in ("env", "opponents", "ppo", "eval", "selfplay"):
             out.update(_flatten(value, f"{name}."))
         else:
             out[name] = value

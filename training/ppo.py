@@ -4,22 +4,27 @@
     python -m training.ppo --config configs/smoke.yaml --set ppo.learning_rate=1e-4
     python -m training.ppo --resume runs/<run-name>         # continue from the latest checkpoint
 
-The learner is sb3-contrib's `MaskablePPO` on the single-agent view `cf_env.single_agent` (its
-own seat, opponents playing inside `step`, legal-action masks from `action_masks()`). Opponents
-come from `training.opponents.OpponentPool`: bots plus frozen past learners. The run directory
+Two learners, picked by the config's `algo`: `selfplay` (the default; `training.selfplay`:
+every seat of many batched games learns, with a privileged critic) and `maskable_ppo`
+(sb3-contrib's `MaskablePPO` on the single-agent view `cf_env.single_agent`: one seat per game,
+opponents playing inside `step`, masks from `action_masks()`, opponents from
+`training.opponents.OpponentPool`). Both share everything around the learner
+(`training.session`: run directory, console, evaluation, summary; `training.checkpoints`). The run directory
+The run directory
 (`<runs_dir>/<run-name>/`) records everything needed to reproduce or continue the run:
 
     config.yaml        the resolved training config
     run.json           git revision, package versions, env config, OBSERVATION_VERSION, command
-    tb/                TensorBoard logs (SB3's metrics, rollout/win_rate, eval/*)
+    tb/                TensorBoard logs (losses, rollout/win_rate, eval/*, ...)
     checkpoints/       step_<N>/ checkpoints (see training.checkpoints); latest.json, best.json
     snapshots/         frozen learners used as opponents (policy weights + card)
     evals.jsonl        one line per periodic evaluation (training.evaluate results)
 
 Ctrl-C writes a checkpoint before exiting; `--resume` continues the step count, the optimiser and
 the opponent pool (the envs are re-seeded from `seed` and the step count, so no deal repeats).
-`--resume` unpickles the run's own `model.zip` (SB3 format); resume only run folders you created
-(README, "Security: loading checkpoints").
+For `maskable_ppo`, `--resume` unpickles the run's own `model.zip` (SB3 format); resume only run
+folders you created (README, "Security: loading checkpoints"). A self-play run resumes from
+`trainer.pt`, read with `torch.load(weights_only=True)` (no arbitrary unpickling).
 
 Every check on the user's input (the config and its `--set` overrides, each policy spec, on
 `--resume` the run's config, checkpoint and which fields may change: `config.RESUME_FIXED`) runs
@@ -36,19 +41,15 @@ import argparse
 import copy
 import dataclasses
 import functools
-import json
-import platform
 import shutil
 import sys
 import time
-import traceback
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from cf_env import OBSERVATION_VERSION, ChickenFootConfig
+from cf_env import ChickenFootConfig
 from cf_env.single_agent import ChickenFootSingleAgentEnv
 
 from . import checkpoints as ckpt
@@ -62,10 +63,22 @@ from .config import (
     yaml_problem,
 )
 from .opponents import OpponentPool
-from .plot import load_evals
-from .provenance import create_run_dir, git_revision, package_versions
+from .provenance import git_revision
+from .session import (  # noqa: F401  (shared by both algorithms; re-exported for callers)
+    PACKAGES,
+    Console,
+    TrainResult,
+    best_so_far,
+    evaluate_checkpoint,
+    new_run_dir,
+    snapshot_paths,
+    summary,
+    write_run_info,
+)
 
-PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "stable-baselines3", "sb3-contrib")
+# The names this module used before the shared pieces moved to training.session.
+_best_so_far = best_so_far
+_snapshot_paths = snapshot_paths
 
 
 # ------------------------------------------------------------------------------- envs
@@ -101,57 +114,6 @@ def make_vec_env(config: TrainConfig, snapshots: list[str], seed: int):
     vec = SubprocVecEnv(fns) if config.vec_env == "subproc" else DummyVecEnv(fns)
     vec.seed(seed)
     return VecMonitor(vec)
-
-
-# ------------------------------------------------------------------------------- run directory
-def new_run_dir(config: TrainConfig, config_name: str) -> Path:
-    return create_run_dir(config.runs_dir, config.run_name, f"{config_name}-s{config.seed}",
-                          config.to_dict(), "pick another run_name or --resume it")
-
-
-def write_run_info(run_dir: Path, config: TrainConfig, argv: list[str]) -> None:
-    info_path = run_dir / "run.json"
-    history = json.loads(info_path.read_text())["sessions"] if info_path.exists() else []
-    history.append({"started": datetime.now().isoformat(timespec="seconds"), "argv": argv,
-                    "git": git_revision()})
-    info = {
-        "env_config": config.rules().to_dict(),
-        "observation_version": OBSERVATION_VERSION,
-        "packages": package_versions(PACKAGES),
-        "platform": platform.platform(),
-        "sessions": history,
-    }
-    info_path.write_text(json.dumps(info, indent=2) + "\n")
-
-
-# ------------------------------------------------------------------------------- console
-class Console:
-    """What the session prints on stderr: messages, and one progress bar over the run's steps."""
-
-    def __init__(self) -> None:
-        self.bar = None
-
-    def start_bar(self, steps: int, total: int, name: str) -> None:
-        from tqdm import tqdm
-
-        # The bar counts the run's steps (a resumed run starts part-way), not the session's.
-        self.bar = tqdm(total=total, initial=steps, unit="step", desc=name, file=sys.stderr,
-                        dynamic_ncols=True)
-
-    def update(self, steps: int) -> None:
-        if self.bar is not None and steps > self.bar.n:
-            self.bar.update(min(steps, self.bar.total) - self.bar.n)
-
-    def close_bar(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-    def say(self, message: str) -> None:
-        if self.bar is not None:
-            self.bar.write(message, file=sys.stderr)
-        else:
-            print(message, file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------- callbacks
@@ -236,21 +198,6 @@ def _callbacks(config: TrainConfig, run_dir: Path, rules: ChickenFootConfig, sta
     return RunCallback()
 
 
-def _best_so_far(run_dir: Path) -> float:
-    pointer = run_dir / "checkpoints" / "best.json"
-    if pointer.is_file():
-        return float(json.loads(pointer.read_text()).get("value", -1.0))
-    return -1.0
-
-
-def _snapshot_paths(run_dir: Path, config: TrainConfig) -> list[str]:
-    folder = run_dir / "snapshots"
-    if not folder.is_dir():
-        return []
-    done = sorted(p for p in folder.iterdir() if p.is_dir() and (p / "card.json").is_file())
-    return [str(p) for p in done[-config.opponents.max_snapshots :]]
-
-
 def _card(model, rules: ChickenFootConfig, config: TrainConfig, started: float) -> dict:
     return ckpt.make_card(
         model, rules, config.ppo.activation,
@@ -265,51 +212,6 @@ def save(model, run_dir: Path, rules: ChickenFootConfig, config: TrainConfig, st
     """Write the latest checkpoint (atomic; see training.checkpoints)."""
     return ckpt.save_run_checkpoint(run_dir / "checkpoints", model,
                                     _card(model, rules, config, started))
-
-
-def evaluate_checkpoint(path: Path, rules: ChickenFootConfig, config: TrainConfig,
-                        steps: int, console: Console | None = None) -> dict | None:
-    """Evaluate checkpoint `path` against each `eval.opponents` spec; log a line to evals.jsonl.
-
-    An evaluation failure is reported on stderr and skipped: it must not end a long run (the
-    session's summary counts failures, and the command then exits 1). The specs were built once
-    before the run started (`config.validate_policies`), so a typo cannot fail every evaluation.
-    """
-    console = console or Console()
-    try:
-        from .evaluate import evaluate
-
-        agent = functools.partial(ckpt.load_ppo_policy, str(path))
-        metrics, lines = {}, []
-        for opponent in config.eval.opponents:
-            result = evaluate([agent, opponent], rules, config.eval.deals, seed=config.seed,
-                              workers=config.eval.workers, single_round=config.eval.single_round)
-            win = result["policies"][0]["win_rate"]
-            score = result["policies"][0]["round_score"]
-            metrics[f"win_rate_vs_{opponent}"] = win["mean"]
-            metrics[f"win_rate_ci_low_vs_{opponent}"] = win["ci_low"]
-            metrics[f"round_score_vs_{opponent}"] = score["mean"]
-            lines.append({"steps": steps, "opponent": opponent, "win_rate": win,
-                          "round_score": score, "deals": config.eval.deals,
-                          "single_round": config.eval.single_round})
-    except Exception:  # noqa: BLE001 — reported, then training goes on
-        console.say(f"[training.ppo] evaluation at step {steps} failed:\n{traceback.format_exc()}")
-        return None
-    with open(path.parent.parent / "evals.jsonl", "a") as handle:
-        for line in lines:
-            handle.write(json.dumps(line) + "\n")
-    console.say(f"step {steps:,}: {_describe_evals(lines)}")
-    return metrics
-
-
-def _describe_evals(lines: list[dict]) -> str:
-    """One evaluation (its evals.jsonl lines) in words: win rates with their 95% intervals."""
-    unit = "single-round" if lines[0]["single_round"] else "game"
-    rates = ", ".join(
-        f"{e['win_rate']['mean']:.1%} [{e['win_rate']['ci_low']:.1%}, {e['win_rate']['ci_high']:.1%}]"
-        f" vs {e['opponent']}" for e in lines
-    )
-    return f"win rate {rates} ({lines[0]['deals']} duplicate {unit} deals)"
 
 
 def ppo_hyperparameters(p) -> dict:
@@ -336,19 +238,22 @@ def ppo_hyperparameters(p) -> dict:
 
 
 # ------------------------------------------------------------------------------- training
-@dataclasses.dataclass
-class TrainResult:
-    checkpoint: Path
-    """The final checkpoint directory."""
-    steps: int
-    """The run's step count at the end of the session."""
-    failed_evals: int
-    """Evaluations of this session that raised (reported on stderr)."""
-
-
 def train(config: TrainConfig, run_dir: Path, *, resume: bool = False, argv: list[str] = (),
           console: Console | None = None) -> TrainResult:
-    """Train (or continue) the run in `run_dir` up to `config.total_steps`, then print a summary."""
+    """Train (or continue) the run in `run_dir` up to `config.total_steps`, then print a summary.
+
+    `config.algo` picks the learner: "selfplay" (`training.selfplay`) or "maskable_ppo" (below).
+    """
+    if config.algo == "selfplay":
+        from .selfplay import train_selfplay
+
+        return train_selfplay(config, run_dir, resume=resume, argv=argv, console=console)
+    return train_maskable_ppo(config, run_dir, resume=resume, argv=argv, console=console)
+
+
+def train_maskable_ppo(config: TrainConfig, run_dir: Path, *, resume: bool = False,
+                       argv: list[str] = (), console: Console | None = None) -> TrainResult:
+    """The sb3-contrib MaskablePPO learner on the single-agent env (`algo: maskable_ppo`)."""
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.utils import set_random_seed
@@ -423,44 +328,6 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False, argv: lis
     return result
 
 
-def summary(run_dir: Path, config: TrainConfig, result: TrainResult, first_step: int,
-            session_s: float, total_s: float) -> str:
-    """The end-of-session report: steps, time, the last evaluation, where the checkpoint is."""
-    lines = [
-        f"run {run_dir} done: step {result.steps:,} of {config.total_steps:,} "
-        f"({result.steps - first_step:,} steps this session in {_duration(session_s)}; "
-        f"{_duration(total_s)} of training in all)"
-    ]
-    evals = load_evals(run_dir)
-    last = max((e[-1]["steps"] for e in evals.values()), default=None)
-    if last is None:
-        lines.append("last evaluation: none (eval.every_steps is 0)")
-    else:
-        latest = [e[-1] for e in evals.values() if e[-1]["steps"] == last]
-        lines.append(f"last evaluation, step {last:,}: {_describe_evals(latest)}")
-    if result.failed_evals:
-        lines.append(f"{result.failed_evals} evaluation(s) FAILED this session (errors above); "
-                     "the command exits 1")
-    best = run_dir / "checkpoints" / "best.json"
-    best_note = ""
-    if best.is_file():
-        pointer = json.loads(best.read_text())
-        best_note = f"; best: {pointer.get('path')} ({pointer.get('metric')} {pointer.get('value')})"
-    lines.append(f"checkpoint: {result.checkpoint}{best_note}")
-    lines.append(f"play it as ppo:{run_dir}; train on with python -m training.ppo --resume "
-                 f"{run_dir} --set total_steps=<more>")
-    return "\n".join(lines)
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-
-
 # ------------------------------------------------------------------------------- command line
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m training.ppo", description=__doc__.split("\n")[0])
@@ -519,8 +386,9 @@ def _prepare_resume(run_dir: Path, overrides: list[str]) -> Start:
     latest = ckpt.resolve_checkpoint(run_dir)
     card = ckpt.read_card(latest)
     ckpt.check_compatible(card, config.rules(), strict=True)
-    if not (latest / "model.zip").is_file():
-        raise FileNotFoundError(f"--resume {run_dir}: checkpoint {latest} has no model.zip (the "
+    needed = "trainer.pt" if config.algo == "selfplay" else "model.zip"
+    if not (latest / needed).is_file():
+        raise FileNotFoundError(f"--resume {run_dir}: checkpoint {latest} has no {needed} (the "
                                 "optimiser state); a weights-only checkpoint cannot be resumed")
     validate_policies(config)
     return Start(config, run_dir.name, run_dir, latest, int(card["steps"]), changes)

@@ -1,0 +1,548 @@
+"""Self-play masked PPO with a privileged critic: every learner seat of every game learns
+(`algo: selfplay`, the default of `python -m training.ppo`).
+
+Design (issue 13), top to bottom as the code runs:
+
+1. **Collect** (`training.collector.Collector`): `selfplay.num_games` games stepped in one
+   process; every seat is the current policy except a `selfplay.pool_share` of seats played
+   by bots and frozen past learners (`opponents.*` weights); all waiting learner decisions go
+   through one batched forward pass; forced decisions are skipped. A rollout is
+   `selfplay.rollout_steps` batched steps, i.e. `rollout_steps x num_games` learner decisions,
+   each with its own (game, seat) chain, rewards (zero-sum per round, `cf_env.rewards`, plus an
+   optional zero-sum `win_bonus`) and GAE.
+2. **Update** (`ppo_update`): CleanRL-style PPO: clipped ratio against the behaviour
+   log-probability, value loss (optionally clipped), entropy over the masked distribution
+   (illegal logits = -1e8, not -inf: no NaN), one Adam over actor and critic, gradient
+   clipping, advantages normalised per minibatch, early stop at `ppo.target_kl`.
+3. **Actor and critic are separate MLPs** (`ppo.net_arch` each). The actor reads only the
+   player's observation — what ships (`policy.npz`, the same `ppo:` format as before) and what
+   plays. The critic also reads, during training only, the privileged vector: the other seats'
+   hands (egocentric) and the boneyard's contents (`selfplay.privileged_critic`; false gives it
+   the observation only, for the ablation).
+4. **Processes** (`selfplay.workers`, `selfplay.overlap`): 1 worker without overlap collects in
+   the trainer's process and updates in turn (`torch_threads` threads for the update). With
+   `overlap: true` the collectors run in `workers` processes and collect rollout k+1 with the
+   weights before the update that rollout k is feeding (a one-iteration policy lag, corrected by
+   PPO's ratio against the behaviour log-probabilities) while the trainer's process updates.
+   With `workers >= 2` and no overlap, the workers collect in parallel and then wait for the
+   update. Each worker owns `num_games / workers` games seeded from (seed, worker index), so a
+   run is deterministic for a fixed `workers` and `overlap`; different values deal different
+   games (and `overlap` adds the lag), so their runs differ.
+
+Resume: `trainer.pt` (plain state dicts: actor, critic, optimiser, counters, the pool's
+snapshot paths; read with `torch.load(weights_only=True)`, no arbitrary unpickling) restores the
+networks, the optimiser, the step count and the pool; the collectors are re-seeded from
+seed + steps and deal new games (as the MaskablePPO path re-seeds its envs), so a resumed run
+is reproducible from its checkpoint but is not bit-identical to one that was never stopped.
+
+Library choice: the update is written here (CleanRL's ppo.py, ~60 lines) rather than taken from
+a library. SB3's PPO/MaskablePPO policy classes and rollout buffer assume one env step per
+`VecEnv` index and one trajectory per env, not many seats' chains interleaved in one game,
+and cost ~200 µs per learner step of their own (bench: MaskablePPO on a constant-cost env runs
+~4.9k steps/CPU-s, i.e. more than the whole budget of this trainer per decision). TorchRL's
+ClipPPOLoss/GAE over tensordicts would fit the math but is not installed, and its tensordict
+plumbing adds per-call overhead that only pays off at much larger batches; the loss here is a
+dozen tensor ops on preallocated arrays.
+
+Figures (2 shared cores, default config: 4 players double-9, 256x256 tanh, measured with
+`python -m training.bench` and the commands in the README's Training section): see the README
+("Self-play trainer: speed"); the numbers are repeated in the final report of issue 13.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from cf_env import OBSERVATION_VERSION, ChickenFootConfig
+from cf_env.observation import observation_layout
+
+from . import checkpoints as ckpt
+from .collector import ILLEGAL_LOGIT, Collector, Rollout, compute_gae, privileged_size
+from .config import TrainConfig, config_from_dict
+from .provenance import git_revision
+from .session import (
+    Console,
+    TrainResult,
+    best_so_far,
+    evaluate_checkpoint,
+    snapshot_paths,
+    summary,
+    write_run_info,
+)
+
+TRAINER_FILE = "trainer.pt"
+TRAINER_FORMAT = 1
+
+
+# ------------------------------------------------------------------------------- networks
+def build_mlp(sizes: list[int], activation: str, out_gain: float) -> nn.Sequential:
+    """Linear layers of `sizes` with `activation` between them; orthogonal init as SB3/CleanRL
+    (gain sqrt 2 for hidden layers, `out_gain` for the last: 0.01 policy, 1 value)."""
+    act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
+    layers: list[nn.Module] = []
+    for k, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        linear = nn.Linear(a, b)
+        last = k == len(sizes) - 2
+        nn.init.orthogonal_(linear.weight, out_gain if last else np.sqrt(2))
+        nn.init.zeros_(linear.bias)
+        layers.append(linear)
+        if not last:
+            layers.append(act())
+    return nn.Sequential(*layers)
+
+
+def build_networks(config: TrainConfig) -> tuple[nn.Sequential, nn.Sequential]:
+    rules = config.rules()
+    obs = observation_layout(rules).size
+    critic_in = obs + (privileged_size(rules) if config.selfplay.privileged_critic else 0)
+    arch, act = list(config.ppo.net_arch), config.ppo.activation
+    actor = build_mlp([obs, *arch, rules.num_actions], act, 0.01)
+    critic = build_mlp([critic_in, *arch, 1], act, 1.0)
+    return actor, critic
+
+
+def actor_weights(actor: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The actor's (W, b) pairs in the weights-only `policy.npz` layout (`NumpyPolicy`)."""
+    return [(m.weight.detach().numpy().copy(), m.bias.detach().numpy().copy())
+            for m in actor if isinstance(m, nn.Linear)]
+
+
+# ------------------------------------------------------------------------------- the update
+def ppo_update(actor, critic, optimizer, roll: Rollout, config: TrainConfig,
+               generator: torch.Generator) -> dict:
+    """PPO epochs over one rollout (CleanRL's update, masked); returns the losses and stats."""
+    p, s = config.ppo, config.selfplay
+    obs_size = actor[0].in_features
+    state = torch.from_numpy(roll.state)
+    mask = torch.from_numpy(roll.mask)
+    actions = torch.from_numpy(roll.action)
+    old_logp = torch.from_numpy(roll.logp)
+    old_value = torch.from_numpy(roll.value)
+    advantages = torch.from_numpy(roll.advantage)
+    returns = torch.from_numpy(roll.returns)
+    params = [*actor.parameters(), *critic.parameters()]
+    n = len(actions)
+    batch = min(p.batch_size, n)
+    stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": [], "clip_fraction": []}
+    epochs = 0
+    for _ in range(p.n_epochs):
+        order = torch.randperm(n, generator=generator)
+        kls = []
+        for start in range(0, n, batch):
+            idx = order[start : start + batch]
+            x = state[idx]
+            logits = actor(x[:, :obs_size]).masked_fill(~mask[idx], ILLEGAL_LOGIT)
+            log_probs = torch.log_softmax(logits, dim=1)
+            new_logp = log_probs.gather(1, actions[idx, None]).squeeze(1)
+            entropy = -(log_probs.exp() * log_probs).sum(1).mean()
+            log_ratio = new_logp - old_logp[idx]
+            ratio = log_ratio.exp()
+            adv = advantages[idx]
+            if len(idx) > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            pg_loss = torch.max(-adv * ratio,
+                                -adv * ratio.clamp(1 - p.clip_range, 1 + p.clip_range)).mean()
+            value = critic(x).squeeze(1)
+            if s.clip_value_loss:
+                clipped = old_value[idx] + (value - old_value[idx]).clamp(-p.clip_range, p.clip_range)
+                v_loss = 0.5 * torch.max((value - returns[idx]) ** 2,
+                                         (clipped - returns[idx]) ** 2).mean()
+            else:
+                v_loss = 0.5 * ((value - returns[idx]) ** 2).mean()
+            loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(params, p.max_grad_norm)
+            optimizer.step()
+            with torch.no_grad():
+                kl = ((ratio - 1) - log_ratio).mean().item()
+                stats["clip_fraction"].append(((ratio - 1).abs() > p.clip_range).float().mean().item())
+            kls.append(kl)
+            stats["policy_loss"].append(pg_loss.item())
+            stats["value_loss"].append(v_loss.item())
+            stats["entropy"].append(entropy.item())
+            stats["approx_kl"].append(kl)
+        epochs += 1
+        if p.target_kl is not None and np.mean(kls) > p.target_kl:
+            break
+    out = {k: float(np.mean(v)) for k, v in stats.items()}
+    out["epochs"] = epochs
+    var = float(np.var(roll.returns))
+    out["explained_variance"] = float("nan") if var == 0 else float(
+        1 - np.var(roll.returns - roll.value) / var)
+    return out
+
+
+# ------------------------------------------------------------------------------- collection
+def collector_kwargs(config: TrainConfig) -> dict:
+    """What a Collector needs from the config, besides its games, seed and snapshots."""
+    s, o = config.selfplay, config.opponents
+    return {"pool_share": s.pool_share, "bots": dict(o.bots), "snapshot_weight": o.snapshot_weight,
+            "max_snapshots": o.max_snapshots, "snapshot_greedy": o.snapshot_greedy,
+            "privileged": s.privileged_critic, "win_bonus": s.win_bonus,
+            "episode": config.env.episode}
+
+
+def worker_seed(seed: int, worker: int) -> int:
+    """The collector seed of worker `worker` (its games, seats, bots and samples)."""
+    return int(np.random.SeedSequence([seed, worker]).generate_state(1, np.uint64)[0] >> 2)
+
+
+def _finish(collector: Collector, roll: Rollout, config: TrainConfig) -> tuple[Rollout, dict]:
+    compute_gae(roll, config.ppo.gamma, config.ppo.gae_lambda)
+    return roll, {"wins": float(np.sum(collector.wins)), "seats": len(collector.wins),
+                  "rounds": collector.rounds}
+
+
+class LocalCollection:
+    """The collector in the trainer's own process (workers 1, no overlap)."""
+
+    def __init__(self, config: TrainConfig, seed: int, snapshots: list[str]):
+        self.config = config
+        self.collector = Collector(config.rules(), config.selfplay.num_games,
+                                   seed=worker_seed(seed, 0), snapshots=list(snapshots),
+                                   **collector_kwargs(config))
+
+    def collect(self, actor, critic, new_snapshots: list[str]) -> tuple[Rollout, dict]:
+        for path in new_snapshots:
+            self.collector.add_snapshot(path)
+        roll = self.collector.collect(actor, critic, self.config.selfplay.rollout_steps)
+        return _finish(self.collector, roll, self.config)
+
+    def close(self) -> None:
+        pass
+
+
+def _worker_main(conn, config_dict: dict, seed: int, games: int, snapshots: list[str],
+                 worker: int) -> None:
+    """A collector process: receives weights (and new snapshots), sends back rollouts."""
+    torch.set_num_threads(1)
+    config = config_from_dict(config_dict)
+    actor, critic = build_networks(config)
+    collector = Collector(config.rules(), games, seed=worker_seed(seed, worker),
+                          snapshots=list(snapshots), **collector_kwargs(config))
+    while True:
+        message = conn.recv()
+        if message is None:
+            break
+        actor_state, critic_state, new_snapshots = message
+        actor.load_state_dict({k: torch.from_numpy(v) for k, v in actor_state.items()})
+        critic.load_state_dict({k: torch.from_numpy(v) for k, v in critic_state.items()})
+        for path in new_snapshots:
+            collector.add_snapshot(path)
+        roll = collector.collect(actor, critic, config.selfplay.rollout_steps)
+        roll, stats = _finish(collector, roll, config)
+        conn.send((dataclasses.asdict(roll), stats))
+    conn.close()
+
+
+def _numpy_state(module: nn.Module) -> dict:
+    return {k: v.detach().numpy().copy() for k, v in module.state_dict().items()}
+
+
+class ProcessCollection:
+    """`workers` collector processes; `start` sends the weights, `result` gathers the rollouts
+    (concatenated in worker order, chain links shifted)."""
+
+    def __init__(self, config: TrainConfig, seed: int, snapshots: list[str]):
+        self.config = config
+        workers = config.selfplay.workers
+        games = config.selfplay.num_games // workers
+        context = mp.get_context("spawn")  # no fork of a process holding torch threads
+        self.conns, self.procs = [], []
+        for worker in range(workers):
+            parent, child = context.Pipe()
+            proc = context.Process(target=_worker_main, daemon=True,
+                                   args=(child, config.to_dict(), seed, games, list(snapshots),
+                                         worker))
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+
+    def start(self, actor, critic, new_snapshots: list[str]) -> None:
+        message = (_numpy_state(actor), _numpy_state(critic), list(new_snapshots))
+        for conn in self.conns:
+            conn.send(message)
+
+    def result(self) -> tuple[Rollout, dict]:
+        parts = [conn.recv() for conn in self.conns]
+        merged, offset = {}, 0
+        stats = {"wins": 0.0, "seats": 0, "rounds": 0}
+        for part, part_stats in parts:
+            nxt = part["next"]
+            part["next"] = np.where(nxt >= 0, nxt + offset, -1)
+            offset += len(nxt)
+            for key, value in part.items():
+                merged.setdefault(key, []).append(value)
+            for key in stats:
+                stats[key] += part_stats[key]
+        return Rollout(**{k: np.concatenate(v) for k, v in merged.items()}), stats
+
+    def collect(self, actor, critic, new_snapshots: list[str]) -> tuple[Rollout, dict]:
+        self.start(actor, critic, new_snapshots)
+        return self.result()
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+
+
+# ------------------------------------------------------------------------------- the trainer
+class SelfPlayTrainer:
+    """Networks, optimiser, collection and counters of a self-play run; `iterate()` is one
+    rollout and its update. No files: `train_selfplay` adds the run directory around it."""
+
+    def __init__(self, config: TrainConfig, *, seed: int, snapshots: list[str] = (),
+                 state: dict | None = None):
+        self.config = config
+        torch.set_num_threads(config.torch_threads)
+        torch.manual_seed(seed)
+        self.actor, self.critic = build_networks(config)
+        params = [*self.actor.parameters(), *self.critic.parameters()]
+        self.optimizer = torch.optim.Adam(params, lr=config.ppo.learning_rate, eps=1e-5)
+        self.steps = 0
+        self.updates = 0
+        self.snapshots = list(snapshots)
+        if state is not None:
+            self.actor.load_state_dict(state["actor"])
+            self.critic.load_state_dict(state["critic"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            for group in self.optimizer.param_groups:  # ppo.learning_rate may change on resume
+                group["lr"] = config.ppo.learning_rate
+            self.steps, self.updates = int(state["steps"]), int(state["updates"])
+            self.snapshots = list(state["snapshots"])
+        self.snapshots = self.snapshots[-config.opponents.max_snapshots:]
+        self.generator = torch.Generator().manual_seed(seed)
+        s = config.selfplay
+        self.overlap = s.overlap
+        if s.workers == 1 and not s.overlap:
+            self.collection = LocalCollection(config, seed, self.snapshots)
+        else:
+            self.collection = ProcessCollection(config, seed, self.snapshots)
+        self._pending_snapshots: list[str] = []
+        self._started = False
+
+    def add_snapshot(self, path: str) -> None:
+        self.snapshots = [*self.snapshots, str(path)][-self.config.opponents.max_snapshots:]
+        self._pending_snapshots.append(str(path))
+
+    def _take_pending(self) -> list[str]:
+        pending, self._pending_snapshots = self._pending_snapshots, []
+        return pending
+
+    def iterate(self) -> dict:
+        """Collect one rollout and update on it; returns the iteration's statistics."""
+        started = time.perf_counter()
+        if not self.overlap:
+            roll, stats = self.collection.collect(self.actor, self.critic, self._take_pending())
+        else:
+            if not self._started:
+                self.collection.start(self.actor, self.critic, self._take_pending())
+                self._started = True
+            roll, stats = self.collection.result()
+            # The next rollout is collected with these weights while they are being updated.
+            self.collection.start(self.actor, self.critic, self._take_pending())
+        collected = time.perf_counter()
+        update = ppo_update(self.actor, self.critic, self.optimizer, roll, self.config,
+                            self.generator)
+        self.updates += 1
+        self.steps += len(roll.action)
+        done = time.perf_counter()
+        update.update({
+            "decisions": len(roll.action),
+            "win_rate": stats["wins"] / max(stats["seats"], 1),
+            "rounds": stats["rounds"],
+            "collect_s": collected - started,
+            "update_s": done - collected,
+            "mean_reward": float(roll.reward.sum() / max(stats["seats"], 1)),
+        })
+        return update
+
+    def state(self) -> dict:
+        """What `trainer.pt` holds (tensors, numbers, strings only: weights_only loading)."""
+        return {"format": TRAINER_FORMAT, "actor": self.actor.state_dict(),
+                "critic": self.critic.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "steps": self.steps, "updates": self.updates, "snapshots": list(self.snapshots)}
+
+    def close(self) -> None:
+        self.collection.close()
+
+
+def load_trainer_state(checkpoint: Path) -> dict:
+    """`trainer.pt` of a checkpoint, read with `weights_only=True` (never unpickles code)."""
+    file = Path(checkpoint) / TRAINER_FILE
+    if not file.is_file():
+        raise FileNotFoundError(f"{file}: missing; a self-play checkpoint needs it to resume")
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 — any failure means a bad file
+        raise ckpt.CheckpointError(f"{file}: cannot be read as a trainer state "
+                                   f"({type(exc).__name__}: {exc})") from None
+    if not isinstance(state, dict) or state.get("format") != TRAINER_FORMAT:
+        raise ckpt.CheckpointError(f"{file}: not a trainer state of format {TRAINER_FORMAT}")
+    return state
+
+
+# ------------------------------------------------------------------------------- checkpoints
+def make_card(trainer: SelfPlayTrainer, rules: ChickenFootConfig, config: TrainConfig,
+              started: float) -> dict:
+    layout = observation_layout(rules)
+    return {
+        "format": ckpt.CHECKPOINT_FORMAT,
+        "kind": "self-play masked PPO (training.selfplay), actor MLP",
+        "algo": "selfplay",
+        "steps": int(trainer.steps),
+        "env_config": rules.to_dict(),
+        "observation_version": OBSERVATION_VERSION,
+        "observation_size": layout.size,
+        "num_actions": rules.num_actions,
+        "activation": config.ppo.activation,
+        "net_arch": list(config.ppo.net_arch),
+        "episode": config.env.episode,
+        "train_config": config.to_dict(),
+        "git": git_revision(),
+        "wall_time_s": round(time.time() - started, 1),
+    }
+
+
+def save(trainer: SelfPlayTrainer, run_dir: Path, rules: ChickenFootConfig, config: TrainConfig,
+         started: float) -> Path:
+    """The latest checkpoint: weights-only actor + card + trainer.pt (atomic, pruned)."""
+    card = make_card(trainer, rules, config, started)
+    state = trainer.state()
+
+    def write(target: Path) -> Path:
+        return ckpt.write_weights_checkpoint(
+            target, actor_weights(trainer.actor), card,
+            writers={TRAINER_FILE: lambda path: torch.save(state, path)})
+
+    return ckpt.save_checkpoint_as_latest(run_dir / "checkpoints", trainer.steps, write)
+
+
+def write_snapshot(trainer: SelfPlayTrainer, run_dir: Path, rules: ChickenFootConfig,
+                   config: TrainConfig, started: float) -> Path:
+    path = run_dir / "snapshots" / f"step_{trainer.steps:09d}"
+    if not path.exists():
+        ckpt.write_weights_checkpoint(path, actor_weights(trainer.actor),
+                                      make_card(trainer, rules, config, started))
+    return path
+
+
+# ------------------------------------------------------------------------------- training
+def train_selfplay(config: TrainConfig, run_dir: Path, *, resume: bool = False,
+                   argv: list[str] = (), console: Console | None = None) -> TrainResult:
+    """Train (or continue) a self-play run in `run_dir` up to `config.total_steps`."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    console = console or Console()
+    started = session_started = time.time()
+    rules = config.rules()
+    write_run_info(run_dir, config, list(argv))
+
+    # ---- seeding: everything random derives from config.seed (and, on resume, the step count,
+    # so a resumed run deals new games).
+    state = None
+    if resume:
+        latest = ckpt.resolve_checkpoint(run_dir)
+        state = load_trainer_state(latest)
+        started -= ckpt.read_card(latest).get("wall_time_s", 0.0)
+    first_step = int(state["steps"]) if state else 0
+    seed = config.seed + first_step
+    # ----
+
+    snapshots = list(state["snapshots"]) if state else snapshot_paths(run_dir, config)
+    trainer = SelfPlayTrainer(config, seed=seed, snapshots=snapshots, state=state)
+    writer = SummaryWriter(str(run_dir / "tb" / "selfplay"))
+    o, e = config.opponents, config.eval
+    next_ckpt = trainer.steps + config.checkpoint_every
+    next_snap = (trainer.steps // o.snapshot_every + 1) * o.snapshot_every
+    next_eval = (trainer.steps // e.every_steps + 1) * e.every_steps if e.every_steps else None
+    best = best_so_far(run_dir)
+    failed, last_eval = 0, -1
+
+    def evaluate_now() -> None:
+        nonlocal failed, best, last_eval
+        target = save(trainer, run_dir, rules, config, started)
+        last_eval = trainer.steps
+        metrics = evaluate_checkpoint(target, rules, config, trainer.steps, console)
+        if metrics is None:
+            failed += 1
+            return
+        for name, value in metrics.items():
+            writer.add_scalar(f"eval/{name}", value, trainer.steps)
+        score = metrics.get(f"win_rate_vs_{e.best_metric}")
+        if score is not None and score > best:
+            best = score
+            ckpt.write_pointer(run_dir / "checkpoints", "best", target, steps=trainer.steps,
+                               value=score, metric=f"win_rate_vs_{e.best_metric}")
+
+    if config.progress_bar:
+        console.start_bar(trainer.steps, config.total_steps, run_dir.name)
+    session_steps, session_clock = 0, time.perf_counter()
+    try:
+        while trainer.steps < config.total_steps:
+            stats = trainer.iterate()
+            session_steps += stats["decisions"]
+            rate = session_steps / (time.perf_counter() - session_clock)
+            console.update(trainer.steps)
+            for name in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
+                         "explained_variance", "epochs"):
+                writer.add_scalar(f"train/{name}", stats[name], trainer.steps)
+            writer.add_scalar("rollout/win_rate", stats["win_rate"], trainer.steps)
+            writer.add_scalar("rollout/mean_reward_per_seat", stats["mean_reward"], trainer.steps)
+            writer.add_scalar("time/decisions_per_s", rate, trainer.steps)
+            writer.add_scalar("time/collect_s", stats["collect_s"], trainer.steps)
+            writer.add_scalar("time/update_s", stats["update_s"], trainer.steps)
+            if trainer.steps >= next_snap:
+                while next_snap <= trainer.steps:
+                    next_snap += o.snapshot_every
+                trainer.add_snapshot(str(write_snapshot(trainer, run_dir, rules, config, started)))
+                writer.add_scalar("opponents/snapshots", len(trainer.snapshots), trainer.steps)
+            evaluate = next_eval is not None and trainer.steps >= next_eval
+            if evaluate:
+                while next_eval <= trainer.steps:
+                    next_eval += e.every_steps
+                evaluate_now()
+            if trainer.steps >= next_ckpt:
+                while next_ckpt <= trainer.steps:
+                    next_ckpt += config.checkpoint_every
+                if not evaluate:
+                    save(trainer, run_dir, rules, config, started)
+    except KeyboardInterrupt:
+        console.close_bar()
+        console.say(f"\ninterrupted at step {trainer.steps}; writing a checkpoint")
+        final = save(trainer, run_dir, rules, config, started)
+        console.say(f"saved {final}; continue with: python -m training.ppo --resume {run_dir}")
+        trainer.close()
+        writer.close()
+        raise
+    except BaseException:
+        trainer.close()
+        writer.close()
+        raise
+    console.close_bar()
+    final = save(trainer, run_dir, rules, config, started)
+    if e.every_steps and last_eval != trainer.steps:
+        evaluate_now()
+    trainer.close()
+    writer.close()
+    result = TrainResult(final, int(trainer.steps), failed)
+    console.say(summary(run_dir, config, result, first_step,
+                        session_s=time.time() - session_started, total_s=time.time() - started))
+    return result
+

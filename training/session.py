@@ -1,0 +1,189 @@
+"""What every trainer's session shares (`training.ppo`'s MaskablePPO path and
+`training.selfplay`): the run directory and its `run.json`, the console (messages and one
+progress bar over the run's steps), periodic evaluation of a checkpoint (`evals.jsonl`), the
+snapshot pool on disk, and the end-of-session summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import platform
+import sys
+import traceback
+from datetime import datetime
+from pathlib import Path
+
+from cf_env import OBSERVATION_VERSION, ChickenFootConfig
+
+from . import checkpoints as ckpt
+from .config import TrainConfig
+from .plot import load_evals
+from .provenance import create_run_dir, git_revision, package_versions
+
+PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "stable-baselines3", "sb3-contrib")
+
+
+# ------------------------------------------------------------------------------- run directory
+def new_run_dir(config: TrainConfig, config_name: str) -> Path:
+    return create_run_dir(config.runs_dir, config.run_name, f"{config_name}-s{config.seed}",
+                          config.to_dict(), "pick another run_name or --resume it")
+
+
+def write_run_info(run_dir: Path, config: TrainConfig, argv: list[str]) -> None:
+    info_path = run_dir / "run.json"
+    history = json.loads(info_path.read_text())["sessions"] if info_path.exists() else []
+    history.append({"started": datetime.now().isoformat(timespec="seconds"), "argv": argv,
+                    "git": git_revision()})
+    info = {
+        "env_config": config.rules().to_dict(),
+        "observation_version": OBSERVATION_VERSION,
+        "packages": package_versions(PACKAGES),
+        "platform": platform.platform(),
+        "sessions": history,
+    }
+    info_path.write_text(json.dumps(info, indent=2) + "\n")
+
+
+# ------------------------------------------------------------------------------- console
+class Console:
+    """What the session prints on stderr: messages, and one progress bar over the run's steps."""
+
+    def __init__(self) -> None:
+        self.bar = None
+
+    def start_bar(self, steps: int, total: int, name: str) -> None:
+        from tqdm import tqdm
+
+        # The bar counts the run's steps (a resumed run starts part-way), not the session's.
+        self.bar = tqdm(total=total, initial=steps, unit="step", desc=name, file=sys.stderr,
+                        dynamic_ncols=True)
+
+    def update(self, steps: int) -> None:
+        if self.bar is not None and steps > self.bar.n:
+            self.bar.update(min(steps, self.bar.total) - self.bar.n)
+
+    def close_bar(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def say(self, message: str) -> None:
+        if self.bar is not None:
+            self.bar.write(message, file=sys.stderr)
+        else:
+            print(message, file=sys.stderr)
+
+
+# ------------------------------------------------------------------------------- run state
+def best_so_far(run_dir: Path) -> float:
+    pointer = run_dir / "checkpoints" / "best.json"
+    if pointer.is_file():
+        return float(json.loads(pointer.read_text()).get("value", -1.0))
+    return -1.0
+
+
+def snapshot_paths(run_dir: Path, config: TrainConfig) -> list[str]:
+    folder = run_dir / "snapshots"
+    if not folder.is_dir():
+        return []
+    done = sorted(p for p in folder.iterdir() if p.is_dir() and (p / "card.json").is_file())
+    return [str(p) for p in done[-config.opponents.max_snapshots :]]
+
+
+
+# ------------------------------------------------------------------------------- evaluation
+def evaluate_checkpoint(path: Path, rules: ChickenFootConfig, config: TrainConfig,
+                        steps: int, console: Console | None = None) -> dict | None:
+    """Evaluate checkpoint `path` against each `eval.opponents` spec; log a line to evals.jsonl.
+
+    An evaluation failure is reported on stderr and skipped: it must not end a long run (the
+    session's summary counts failures, and the command then exits 1). The specs were built once
+    before the run started (`config.validate_policies`), so a typo cannot fail every evaluation.
+    """
+    console = console or Console()
+    try:
+        from .evaluate import evaluate
+
+        agent = functools.partial(ckpt.load_ppo_policy, str(path))
+        metrics, lines = {}, []
+        for opponent in config.eval.opponents:
+            result = evaluate([agent, opponent], rules, config.eval.deals, seed=config.seed,
+                              workers=config.eval.workers, single_round=config.eval.single_round)
+            win = result["policies"][0]["win_rate"]
+            score = result["policies"][0]["round_score"]
+            metrics[f"win_rate_vs_{opponent}"] = win["mean"]
+            metrics[f"win_rate_ci_low_vs_{opponent}"] = win["ci_low"]
+            metrics[f"round_score_vs_{opponent}"] = score["mean"]
+            lines.append({"steps": steps, "opponent": opponent, "win_rate": win,
+                          "round_score": score, "deals": config.eval.deals,
+                          "single_round": config.eval.single_round})
+    except Exception:  # noqa: BLE001 — reported, then training goes on
+        console.say(f"[training.ppo] evaluation at step {steps} failed:\n{traceback.format_exc()}")
+        return None
+    with open(path.parent.parent / "evals.jsonl", "a") as handle:
+        for line in lines:
+            handle.write(json.dumps(line) + "\n")
+    console.say(f"step {steps:,}: {_describe_evals(lines)}")
+    return metrics
+
+
+def _describe_evals(lines: list[dict]) -> str:
+    """One evaluation (its evals.jsonl lines) in words: win rates with their 95% intervals."""
+    unit = "single-round" if lines[0]["single_round"] else "game"
+    rates = ", ".join(
+        f"{e['win_rate']['mean']:.1%} [{e['win_rate']['ci_low']:.1%}, {e['win_rate']['ci_high']:.1%}]"
+        f" vs {e['opponent']}" for e in lines
+    )
+    return f"win rate {rates} ({lines[0]['deals']} duplicate {unit} deals)"
+
+
+# ------------------------------------------------------------------------------- summary
+@dataclasses.dataclass
+class TrainResult:
+    checkpoint: Path
+    """The final checkpoint directory."""
+    steps: int
+    """The run's step count at the end of the session."""
+    failed_evals: int
+    """Evaluations of this session that raised (reported on stderr)."""
+
+
+def summary(run_dir: Path, config: TrainConfig, result: TrainResult, first_step: int,
+            session_s: float, total_s: float) -> str:
+    """The end-of-session report: steps, time, the last evaluation, where the checkpoint is."""
+    lines = [
+        f"run {run_dir} done: step {result.steps:,} of {config.total_steps:,} "
+        f"({result.steps - first_step:,} steps this session in {_duration(session_s)}; "
+        f"{_duration(total_s)} of training in all)"
+    ]
+    evals = load_evals(run_dir)
+    last = max((e[-1]["steps"] for e in evals.values()), default=None)
+    if last is None:
+        lines.append("last evaluation: none (eval.every_steps is 0)")
+    else:
+        latest = [e[-1] for e in evals.values() if e[-1]["steps"] == last]
+        lines.append(f"last evaluation, step {last:,}: {_describe_evals(latest)}")
+    if result.failed_evals:
+        lines.append(f"{result.failed_evals} evaluation(s) FAILED this session (errors above); "
+                     "the command exits 1")
+    best = run_dir / "checkpoints" / "best.json"
+    best_note = ""
+    if best.is_file():
+        pointer = json.loads(best.read_text())
+        best_note = f"; best: {pointer.get('path')} ({pointer.get('metric')} {pointer.get('value')})"
+    lines.append(f"checkpoint: {result.checkpoint}{best_note}")
+    lines.append(f"play it as ppo:{run_dir}; train on with python -m training.ppo --resume "
+                 f"{run_dir} --set total_steps=<more>")
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
