@@ -38,7 +38,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .actions import PLAY, decode
-from .render import arm_labels
+from .render import arm_labels, round_label
 
 # Geometry in tile units: a tile is 1 long and HALF wide (each half a HALF×HALF square).
 HALF = 0.5
@@ -674,28 +674,6 @@ def _check_arguments(cfg, viewer, scale, names, reveal) -> None:
         raise ValueError(f"reveal must be True or False; got {reprlib.repr(reveal)}")
 
 
-def round_number(engine) -> int:
-    """The 1-based number of the round on the table. With `target_score` the countdown of start
-    doubles restarts, so `engine.round` is only its place: count the rounds scored, plus this one
-    unless its points are in already (a finished round's table, or the end of the game)."""
-    cfg = engine.config
-    if cfg.target_score is None:
-        return engine.round + 1
-    scored = len(engine.scores[0])
-    # A scored round leaves len(scores) one past its place in the countdown (mod its length).
-    done = scored % cfg.num_rounds == (engine.round + 1) % cfg.num_rounds
-    return scored if done else scored + 1
-
-
-def round_text(engine) -> str:
-    """ "Round r of R" — or "Round r (game to T)" in a game to a target score, which has no
-    fixed number of rounds (R4 variant)."""
-    cfg = engine.config
-    if cfg.target_score is None:
-        return f"Round {engine.round + 1} of {cfg.num_rounds}"
-    return f"Round {round_number(engine)} (game to {cfg.target_score})"
-
-
 # ----------------------------------------------------------------------------------- panel
 class _Seats:
     """How the panel names seats: `player_N` (the default labels, never shortened), or the
@@ -754,7 +732,8 @@ def _panel(draw, engine, seats: _Seats, left: int, width, height, scale, caption
             y += int(34 * scale) if font is big else line
 
     text("Chicken Foot", big)
-    text(f"{round_text(engine)}   centre {engine.center}|{engine.center}")
+    # "Round 3 of 10", or in a game to a target score "Round 13 (game to 300)".
+    text(f"Round {round_label(engine, ' of ')}   centre {engine.center}|{engine.center}")
     text(f"Boneyard: {len(engine.boneyard)} tiles")
     live = not engine.game_over and not caption
     if caption:
@@ -912,8 +891,6 @@ __all__ = [
     "canvas_size",
     "render_image",
     "render_rgb",
-    "round_number",
-    "round_text",
     "save_png",
     "table_layout",
 ]

@@ -32,8 +32,8 @@ from .record import (
     replay_config,
     replay_engine,
 )
-from .render import move_name
-from .render_image import SCALES, render_image, round_number, round_text
+from .render import move_name, round_label, round_number
+from .render_image import SCALES, render_image
 
 PANEL_NAME = 20  # characters of a player's name shown in a picture's panel
 OUT_KINDS = "game.gif (an animation), table.png (one picture) or a folder (one PNG per state)"
@@ -64,7 +64,7 @@ def frame_caption(step, names: list[str]) -> str | None:
     engine = step.engine
     if not step.round_over:
         return None
-    text = f"{round_text(engine)} over."
+    text = f"Round {round_label(engine, ' of ')} over."
     if engine.game_over:
         text += f" GAME OVER, won by {', '.join(names[s] for s in engine.winners)}."
     return text
@@ -80,7 +80,7 @@ def render_step(step, names: list[str], *, viewer: int | None = None, scale: flo
 
 def frames(record: dict, *, viewer: int | None = None, scale: float = 1.0, rounds=None):
     """(PIL image, step) for every state of the recorded game (optionally only some rounds,
-    numbered as `render_image.round_number` counts them)."""
+    numbered as `render.round_number` counts them)."""
     names = seat_names(record, most=PANEL_NAME)
     for step in iter_replay(record):
         if rounds is not None and round_number(step.engine) not in rounds:

@@ -388,6 +388,16 @@ def test_i12_17_replay_counts_rounds_in_target_games(tmp_path, capsys):
     assert played and set(played) <= {1, 2}  # round 2 live, or its finished table
     played = [len(step.engine.scores[0]) for _image, step in frames(record, rounds={9})]
     assert played and set(played) == {8}
+    # Played out, the end frames' captions count the rounds too (seed 0 plays 10).
+    while not engine.game_over:
+        engine.step(int(rng.choice(engine.legal_actions())))
+    record = record_from_engine(engine, seed=0)
+    names = seat_names(record)
+    captions = [frame_caption(step, names) for step in iter_replay(record) if step.round_over]
+    winners = ", ".join(names[s] for s in engine.winners)
+    assert captions == [f"Round {k} (game to 200) over." for k in range(1, 10)] + [
+        f"Round 10 (game to 200) over. GAME OVER, won by {winners}."
+    ]
 
 
 def test_i12_16_json_lines_files_of_records_replay_by_game(tmp_path, capsys):
