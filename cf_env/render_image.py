@@ -8,7 +8,8 @@ ends outlined in orange, a pending foot in red, the last tile played in blue; be
 the round, whose turn it is, the boneyard size, every player's hand size and score, and — only
 for `viewer` — that player's hand, or with `reveal=True` every seat's hand and the points it
 scores (R12; for finished rounds and games). Seats are called `player_N`, or by `names` (one per
-seat, shortened to fit the panel). Arm labels (A, B, B.2, …) are those of `render.arm_labels`.
+seat, shortened to fit the panel). Arm labels (A, B, B.2, …) and the round ("Round 3 of 10", or
+"Round 13 (game to 300)" with a target score) are those of `render.arm_labels` and `round_label`.
 `scale` is 0.25..2 (`SCALES`): below it hand tiles are unreadable specks, above it one frame of a
 double-18 table is over 40 MB.
 
