@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from cli_errors import user_error
 
 from cf_env import ChickenFootConfig, Engine
 from cf_env.record import read_record, replay_config, replay_engine
@@ -250,14 +251,6 @@ def test_cli_writes_json_markdown_and_png(tmp_path, capsys):
 SMALL_CLI = ["--players", "3", "--max-pips", "6", "--rounds", "2", "--deals", "2", "--no-progress"]
 
 
-def user_error(capsys, exited, code: int = 2) -> str:
-    """The one `error:` line a CLI printed for a user error (exit `code`, no traceback)."""
-    err = capsys.readouterr().err
-    assert exited.value.code == code, err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
 
 
 def refuse_to_play(monkeypatch):

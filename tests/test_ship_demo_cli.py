@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_errors import user_error
 
 from cf_env import demo
 from training import ship
@@ -17,14 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "ppo-4p-d9"
 
 
-def user_error(capsys, exited, code: int = 2) -> str:
-    """The one `error:` line a CLI printed for a user error (exit `code`, no traceback)."""
-    err = capsys.readouterr().err
-    assert exited.value.code == code, err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
 
 
 @pytest.fixture()
