@@ -27,7 +27,8 @@ SMOKE = str(ROOT / "configs" / "smoke.yaml")
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
-    ppo.main(["--config", SMOKE, "--set", f"runs_dir={runs}", "--set", "run_name=smoke"])
+    ppo.main(["--config", SMOKE, "--set", f"runs_dir={runs}", "--set", "run_name=smoke",
+              "--set", "algo=maskable_ppo"])  # the SB3 path (self-play: tests/test_selfplay.py)
     return runs / "smoke"
 
 
@@ -161,7 +162,8 @@ def test_ctrl_c_writes_a_checkpoint(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ppo, "_callbacks", lambda *args: Interrupt())
     with pytest.raises(KeyboardInterrupt):
-        ppo.main(["--config", SMOKE, "--set", f"runs_dir={tmp_path}", "--set", "run_name=int"])
+        ppo.main(["--config", SMOKE, "--set", f"runs_dir={tmp_path}", "--set", "run_name=int",
+                  "--set", "algo=maskable_ppo"])
     card = ckpt.read_card(ckpt.resolve_checkpoint(tmp_path / "int"))
     assert card["steps"] == 192
 

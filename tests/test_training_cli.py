@@ -27,7 +27,8 @@ from training.plot import load_evals
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
-TINY = ["--config", SMOKE, "--set", "total_steps=128", "--set", "eval.every_steps=128"]
+TINY = ["--config", SMOKE, "--set", "total_steps=128", "--set", "eval.every_steps=128",
+        "--set", "algo=maskable_ppo"]  # the SB3 path; self-play: tests/test_selfplay.py
 
 
 def run_main(argv: list[str]) -> tuple[object, str]:

@@ -120,7 +120,7 @@ class _Game:
     """One game in the collector: its engine, who plays each seat, and each learner seat's open
     chain (index of its last transition in the current rollout, -1 when none is open)."""
 
-    __slots__ = ("engine", "views", "policies", "choosers", "learners", "open")
+    __slots__ = ("engine", "views", "policies", "choosers", "learners", "open", "seed")
 
     def __init__(self, config: ChickenFootConfig, encoder: Encoder):
         n = config.num_players
@@ -130,6 +130,7 @@ class _Game:
         self.choosers: list = [None] * n
         self.learners: list[bool] = [True] * n
         self.open: list[int] = [-1] * n
+        self.seed = -1  # the game seed (`_new_game`)
 
 
 class Collector:
@@ -258,7 +259,10 @@ class Collector:
                 game.choosers[seat] = None
                 game.learners[seat] = True
             game.open[seat] = -1
-        game.engine.reset(int(rng.integers(2**63)))
+        # A game seed, turned into the engine's seed as `cf_env.raw_env().reset(seed=...)` does,
+        # so any collected game replays through the AEC env from its `seed`.
+        game.seed = int(rng.integers(2**63))
+        game.engine.reset(int(np.random.default_rng(game.seed).integers(2**63)))
 
     def _advance(self, index: int, buffer: _Buffer | None = None) -> None:
         """Play the game until a learner seat has a real choice (re-dealing finished games)."""
@@ -309,10 +313,11 @@ class Collector:
                         game.open[seat] = -1
 
     # ------------------------------------------------------------------ batch rows
-    def _write_row(self, game: _Game, seat: int, state_row: np.ndarray) -> None:
-        """Write the seat's observation and (with a privileged critic) privileged vector."""
-        engine, d = game.engine, self.obs_size
-        game.views[seat].observe(engine, seat, out=state_row[:d])
+    def write_state(self, engine: Engine, view: SeatView, seat: int, state_row: np.ndarray) -> None:
+        """Write the seat's observation (through its kept `view`) and, with a privileged critic,
+        its privileged vector into `state_row`."""
+        d = self.obs_size
+        view.observe(engine, seat, out=state_row[:d])
         if self.privileged:
             hands = engine.hands
             state_row[d : d + self._hands_size] = hands.take(self._others[seat], axis=0).reshape(-1)
@@ -342,7 +347,7 @@ class Collector:
             legal = []
             for i, game in enumerate(games):
                 seat = game.engine.current
-                self._write_row(game, seat, rows[i])
+                self.write_state(game.engine, game.views[seat], seat, rows[i])
                 legal.append(game.engine.legal_bits())
                 buf.game[base + i] = i
                 buf.seat[base + i] = seat
@@ -378,7 +383,7 @@ class Collector:
             return
         rows = np.zeros((len(open_), buf.state.shape[1]), dtype=np.float32)
         for k, (game, seat, _) in enumerate(open_):
-            self._write_row(game, seat, rows[k])
+            self.write_state(game.engine, game.views[seat], seat, rows[k])
         values = critic(torch.from_numpy(rows)).squeeze(1).numpy()
         for k, (_, _, last) in enumerate(open_):
             buf.boot[last] = values[k]

@@ -1,0 +1,276 @@
+"""The self-play trainer (issue 13, `training.collector`, `training.selfplay`): the collector's
+trajectories replay exactly through the AEC env, the privileged input reaches the critic and
+never the actor, masked sampling never picks an illegal action, resume continues the step count
+and the pool, a tiny run is deterministic, and both algorithms run on configs/smoke.yaml."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from cf_env import ChickenFootConfig
+from cf_env.engine import Engine
+from cf_env.env import raw_env
+from cf_env.observation import SeatView
+from training import checkpoints as ckpt
+from training import ppo
+from training.collector import Collector, compute_gae, sample_masked
+from training.config import load_config
+from training.selfplay import (
+    TRAINER_FILE,
+    build_networks,
+    load_trainer_state,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = str(ROOT / "configs" / "smoke.yaml")
+QUIET = ["--set", "progress_bar=false"]
+
+
+def small_nets(config: ChickenFootConfig, privileged: bool = True, seed: int = 0):
+    torch.manual_seed(seed)
+    sets = ["ppo.net_arch=[16]", f"selfplay.privileged_critic={str(privileged).lower()}"]
+    cfg = load_config(SMOKE, sets)
+    assert cfg.rules() == config
+    return build_networks(cfg)
+
+
+def make_collector(games: int = 3, pool_share: float = 0.5, seed: int = 1, **kw) -> Collector:
+    return Collector(ChickenFootConfig(), games, seed=seed, pool_share=pool_share,
+                     bots={"greedy": 1.0, "random": 1.0, "heuristic": 1.0}, **kw)
+
+
+# ------------------------------------------------------------------------------ trajectories
+def test_i13_collector_trajectories_replay_through_the_aec_env():
+    """Every recorded transition is what the AEC env shows that seat at that decision (same
+    observation, mask), the action is the one the game played, and each round's reward sits on
+    the seat's last transition of the round, equal to the AEC env's reward."""
+    collector = make_collector()
+    actor, critic = small_nets(ChickenFootConfig())
+    seeds = [g.seed for g in collector.games]
+    roll = collector.collect(actor, critic, steps=40)
+    assert [g.seed for g in collector.games] == seeds, "a game was re-dealt: shorten the test"
+    d = collector.obs_size
+    checked_rewards = 0
+    for i, game in enumerate(collector.games):
+        rows = np.flatnonzero(roll.game == i).tolist()
+        assert len(rows) == 40
+        env = raw_env()
+        env.reset(seed=game.seed)
+        history = game.engine.history
+        k = 0  # next recorded transition of this game
+        last_of_seat: dict[int, int] = {}
+        for _, seat, action in history:
+            agent = env.agent_selection
+            assert agent == env.agents[seat]
+            obs = env.observe(agent)
+            if game.learners[seat] and obs["action_mask"].sum() >= 2:
+                row = rows[k]
+                k += 1
+                assert roll.seat[row] == seat
+                np.testing.assert_array_equal(roll.state[row, :d], obs["observation"])
+                np.testing.assert_array_equal(roll.mask[row], obs["action_mask"].astype(bool))
+                assert roll.action[row] == action
+                if seat in last_of_seat:
+                    assert roll.next[last_of_seat[seat]] == row  # chain links follow the seat
+                last_of_seat[seat] = row
+            env.step(action)
+            if any(env.rewards.values()):  # a round ended: compare each learner seat's reward
+                for s, name in enumerate(env.agents):
+                    if game.learners[s] and s in last_of_seat:
+                        row = last_of_seat.pop(s)
+                        assert roll.done[row]
+                        assert roll.reward[row] == pytest.approx(env.rewards[name], abs=1e-6)
+                        checked_rewards += 1
+        assert k == len(rows)
+    assert checked_rewards >= 3
+    assert not roll.reward[~roll.done].any()  # episode = round: rewards only at its end
+    # Open chains are bootstrapped; GAE follows the links.
+    compute_gae(roll, 0.99, 0.95)
+    assert np.isfinite(roll.advantage).all()
+
+
+def test_i13_forced_decisions_are_never_recorded():
+    roll = make_collector(pool_share=0.0).collect(*small_nets(ChickenFootConfig()), steps=30)
+    assert (roll.mask.sum(axis=1) >= 2).all()
+
+
+def test_i13_win_bonus_keeps_rewards_zero_sum():
+    collector = make_collector(games=2, pool_share=0.0, win_bonus=1.0)
+    roll = collector.collect(*small_nets(ChickenFootConfig()), steps=60)
+    done = roll.done
+    # With every seat a learner, each round's done rewards (one per seat that decided) sum to 0
+    # when all four seats decided in it; check the sum over all rounds stays near zero.
+    assert done.sum() >= 4
+    assert abs(roll.reward.sum()) < 1.0 * done.sum()  # bounded; and the rewards differ from plain
+    plain = make_collector(games=2, pool_share=0.0).collect(*small_nets(ChickenFootConfig()), steps=60)
+    assert not np.array_equal(plain.reward, roll.reward)
+
+
+# ------------------------------------------------------------------------------ privileged input
+def _swapped_hidden_tile(engine: Engine, seat: int) -> Engine:
+    """A copy of `engine` in which an opponent's hidden tile and a boneyard tile are exchanged:
+    the same position for `seat`'s observation, a different full-information state."""
+    snap = engine.snapshot()
+    opponent = (seat + 1) % engine.num_players
+    snap["hands"][opponent][0], snap["boneyard"][0] = snap["boneyard"][0], snap["hands"][opponent][0]
+    other = Engine(engine.config, seed=0)
+    other.restore(snap)
+    return other
+
+
+def test_i13_privileged_input_reaches_the_critic_never_the_actor():
+    config = ChickenFootConfig()
+    engine = Engine(config, seed=5)
+    seat = engine.current
+    collector = make_collector(games=1)
+    actor, critic = small_nets(config)
+    swapped = _swapped_hidden_tile(engine, seat)
+    width = collector.obs_size + collector.priv_size
+    a, b = np.zeros((1, width), np.float32), np.zeros((1, width), np.float32)
+    collector.write_state(engine, SeatView(collector.encoder), seat, a[0])
+    collector.write_state(swapped, SeatView(collector.encoder), seat, b[0])
+    d = collector.obs_size
+    np.testing.assert_array_equal(a[:, :d], b[:, :d])  # the seat sees the same thing
+    assert not np.array_equal(a[:, d:], b[:, d:])  # the privileged vector differs
+    with torch.no_grad():
+        xa, xb = torch.from_numpy(a), torch.from_numpy(b)
+        assert torch.equal(actor(xa[:, :d]), actor(xb[:, :d]))
+        assert not torch.equal(critic(xa), critic(xb))
+    # The actor's first layer takes exactly the observation: it cannot read anything else.
+    assert actor[0].in_features == d and critic[0].in_features == width
+    # The privileged vector is the other seats' hands, egocentric, then the boneyard.
+    hands = engine.hands
+    others = [(seat + k) % config.num_players for k in range(1, config.num_players)]
+    np.testing.assert_array_equal(a[0, d : d + 3 * config.num_tiles],
+                                  hands[others].reshape(-1).astype(np.float32))
+    boneyard = np.zeros(config.num_tiles, np.float32)
+    boneyard[engine.boneyard] = 1
+    np.testing.assert_array_equal(a[0, d + 3 * config.num_tiles :], boneyard)
+    # Ablation: without the privileged critic the state is the observation alone.
+    plain = make_collector(games=1, privileged=False)
+    row = np.zeros(plain.obs_size, np.float32)
+    plain.write_state(engine, SeatView(plain.encoder), seat, row)
+    np.testing.assert_array_equal(row, a[0, :d])
+
+
+# ------------------------------------------------------------------------------ masking
+def test_i13_masked_sampling_never_picks_an_illegal_action():
+    generator = torch.Generator().manual_seed(0)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        mask = torch.from_numpy(rng.random((64, 112)) < 0.05)
+        mask[torch.arange(64), torch.from_numpy(rng.integers(0, 112, 64))] = True
+        logits = torch.from_numpy(rng.normal(0, 1, (64, 112)).astype(np.float32))
+        logits[~mask] = 1e6  # illegal actions made overwhelmingly likely before masking
+        actions, logp = sample_masked(logits, mask, generator)
+        assert mask[torch.arange(64), actions].all()
+        assert torch.isfinite(logp).all()
+    roll = make_collector().collect(*small_nets(ChickenFootConfig()), steps=20)
+    assert roll.mask[np.arange(len(roll.action)), roll.action].all()
+
+
+# ------------------------------------------------------------------------------ runs
+def run(runs: Path, name: str, *sets: str) -> Path:
+    args = ["--config", SMOKE, "--set", f"runs_dir={runs}", "--set", f"run_name={name}", *QUIET]
+    for s in sets:
+        args += ["--set", s]
+    ppo.main(args)
+    return runs / name
+
+
+@pytest.fixture(scope="module")
+def selfplay_run(tmp_path_factory) -> Path:
+    return run(tmp_path_factory.mktemp("runs"), "sp")
+
+
+def test_i13_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
+    config = yaml.safe_load((selfplay_run / "config.yaml").read_text())
+    assert config["algo"] == "selfplay"
+    latest = ckpt.resolve_checkpoint(selfplay_run)
+    card = ckpt.read_card(latest)
+    assert card["steps"] == 512 and card["algo"] == "selfplay"
+    assert (latest / TRAINER_FILE).is_file() and not (latest / "model.zip").exists()
+    assert list((selfplay_run / "tb").rglob("events.out.tfevents.*"))
+    evals = [json.loads(line) for line in (selfplay_run / "evals.jsonl").read_text().splitlines()]
+    assert [e["steps"] for e in evals] == [256, 512]
+    assert (selfplay_run / "checkpoints" / "best.json").is_file()
+    snapshots = sorted(p.name for p in (selfplay_run / "snapshots").iterdir())
+    assert snapshots == [f"step_{s:09d}" for s in (128, 256, 384, 512)]
+    # The actor ships in the weights-only format and plays as a ppo: spec, legal moves only.
+    from cf_env.policies import load_policy
+
+    policy = load_policy(f"ppo:{selfplay_run}", ChickenFootConfig(), seed=0)
+    env = raw_env()
+    env.reset(seed=3)
+    for _ in env.agent_iter(max_iter=200):
+        obs, _, term, trunc, _ = env.last()
+        action = None if term or trunc else policy.act(obs)
+        assert action is None or obs["action_mask"][action]
+        env.step(action)
+    # trainer.pt is plain state dicts: torch.load(weights_only=True) reads it.
+    state = load_trainer_state(latest)
+    assert state["steps"] == 512 and len(state["snapshots"]) == 2  # opponents.max_snapshots
+    state["actor"]["0.weight"].shape == (16, card["observation_size"])
+
+
+def test_i13_resume_continues_the_step_count_and_the_pool(selfplay_run, tmp_path):
+    copy = tmp_path / "sp"
+    shutil.copytree(selfplay_run, copy)
+    before = load_trainer_state(ckpt.resolve_checkpoint(copy))
+    ppo.main(["--resume", str(copy), "--set", "total_steps=768", "--set", "eval.every_steps=0"])
+    latest = ckpt.resolve_checkpoint(copy)
+    after = load_trainer_state(latest)
+    assert ckpt.read_card(latest)["steps"] == after["steps"] == 768
+    assert after["updates"] == before["updates"] + 4
+    # The pool carried on: the saved snapshots, then the ones this session added.
+    assert after["snapshots"][0] in before["snapshots"] or after["snapshots"][0].endswith("640")
+    assert after["snapshots"][-1].endswith("step_000000768")
+    assert len(json.loads((copy / "run.json").read_text())["sessions"]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        ppo.main(["--resume", str(copy), "--set", "total_steps=1024",
+                  "--set", "selfplay.privileged_critic=false"])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit):
+        ppo.main(["--resume", str(copy), "--set", "total_steps=1024", "--set", "algo=maskable_ppo"])
+
+
+@pytest.mark.parametrize("sets", [[], ["selfplay.workers=2", "selfplay.overlap=true"]],
+                         ids=["in-process", "two-workers-overlap"])
+def test_i13_a_tiny_run_is_deterministic(tmp_path, sets):
+    tiny = ["total_steps=256", "eval.every_steps=0", *sets]
+    a = run(tmp_path / "a", "r", *tiny)
+    b = run(tmp_path / "b", "r", *tiny)
+    card_a = ckpt.read_card(ckpt.resolve_checkpoint(a))
+    card_b = ckpt.read_card(ckpt.resolve_checkpoint(b))
+    assert card_a["policy_sha256"] == card_b["policy_sha256"]
+    state_a = load_trainer_state(ckpt.resolve_checkpoint(a))
+    state_b = load_trainer_state(ckpt.resolve_checkpoint(b))
+    for key, value in state_a["critic"].items():
+        assert torch.equal(value, state_b["critic"][key])
+
+
+def test_i13_smoke_config_runs_maskable_ppo_too(tmp_path):
+    path = run(tmp_path, "sb3", "algo=maskable_ppo", "total_steps=128", "eval.every_steps=0")
+    latest = ckpt.resolve_checkpoint(path)
+    assert (latest / "model.zip").is_file() and ckpt.read_card(latest)["steps"] == 128
+
+
+def test_i13_config_checks_the_selfplay_fields():
+    with pytest.raises(ValueError, match="algo must be"):
+        load_config(SMOKE, ["algo=ppo"])
+    with pytest.raises(ValueError, match="selfplay.pool_share"):
+        load_config(SMOKE, ["selfplay.pool_share=1.0"])
+    with pytest.raises(ValueError, match="multiple of selfplay.workers"):
+        load_config(SMOKE, ["selfplay.workers=3"])
+    with pytest.raises(ValueError, match="selfplay.win_bonus"):
+        load_config(SMOKE, ["selfplay.win_bonus=-1"])
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['num_game'\] in selfplay"):
+        load_config(SMOKE, ["selfplay.num_game=4"])
+    assert load_config(ROOT / "configs" / "default.yaml").algo == "selfplay"
