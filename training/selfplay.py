@@ -44,15 +44,37 @@ ClipPPOLoss/GAE over tensordicts would fit the math but is not installed, and it
 plumbing adds per-call overhead that only pays off at much larger batches; the loss here is a
 dozen tensor ops on preallocated arrays.
 
-Figures (2 shared cores, default config: 4 players double-9, 256x256 tanh, measured with
-`python -m training.bench` and the commands in the README's Training section): see the README
-("Self-play trainer: speed"); the numbers are repeated in the final report of issue 13.
+Figures (2 cores shared with other jobs, default config: 4 players double-9, 256x256 tanh,
+128 games, 8,192 decisions per rollout; `SelfPlayTrainer.iterate` timed over 3 iterations after
+2 of warm-up; learner decisions per second):
+
+| what | per decision | decisions/s |
+|---|---:|---:|
+| collection alone, in process (pool share 0.25; 0 = pure self-play: 55 µs) | 89–100 µs | ~10,500 |
+| update, 4 epochs x 512, 1 thread (43 µs per sample per epoch) | 173 µs | |
+| update, 4 epochs x 512, 2 threads (27 µs per sample per epoch) | 109 µs | |
+| update, 2 epochs x 1,024, 1 thread, beside the collector process (34 µs/sample/epoch) | 67 µs | |
+| update, 2 epochs x 1,024, 2 threads, alone (21 µs/sample/epoch) | 42 µs | |
+| end to end, sync, 1 process, 1 thread, 4 x 512 | | 3,656 |
+| end to end, sync, 1 process, 2 threads, 4 x 512 | | 5,048 |
+| end to end, overlap (collector process + update), 4 x 512 | | 6,305 |
+| end to end, sync, 2 threads, 2 x 1,024 | | 7,811 |
+| **end to end, overlap, 2 x 1,024 (the default)** | | **9,584** (9,300 over a 4M run) |
+
+So the update, not the env, is the cost: overlap (one collector process beside the update) beats
+a synchronous loop with 2 torch threads, and 2 epochs of 1,024 halve the update's cost (more
+samples per gradient step are cheaper per sample). Collection's own cost: the observations kept
+per seat (`SeatView`, ~15 µs per learner decision with four learner seats), the batched forward
+of actor and critic (~10 µs), the engine (~10 µs) and the heuristic opponents (~200 µs per
+heuristic decision, ~15 µs per learner decision at the default mix). Per CPU second against
+MaskablePPO's ceiling: `python -m training.bench` (README, Training).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import multiprocessing as mp
+import signal
 import time
 from pathlib import Path
 
@@ -223,6 +245,7 @@ class LocalCollection:
 def _worker_main(conn, config_dict: dict, seed: int, games: int, snapshots: list[str],
                  worker: int) -> None:
     """A collector process: receives weights (and new snapshots), sends back rollouts."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it saves, then stops us
     torch.set_num_threads(1)
     config = config_from_dict(config_dict)
     actor, critic = build_networks(config)
@@ -325,7 +348,6 @@ class SelfPlayTrainer:
             for group in self.optimizer.param_groups:  # ppo.learning_rate may change on resume
                 group["lr"] = config.ppo.learning_rate
             self.steps, self.updates = int(state["steps"]), int(state["updates"])
-            self.snapshots = list(state["snapshots"])
         self.snapshots = self.snapshots[-config.opponents.max_snapshots:]
         self.generator = torch.Generator().manual_seed(seed)
         s = config.selfplay
@@ -374,10 +396,13 @@ class SelfPlayTrainer:
         return update
 
     def state(self) -> dict:
-        """What `trainer.pt` holds (tensors, numbers, strings only: weights_only loading)."""
+        """What `trainer.pt` holds (tensors, numbers, strings only: weights_only loading). The
+        pool's snapshots are kept by folder name (they live in the run's `snapshots/`), so a
+        moved or copied run folder resumes with its own."""
         return {"format": TRAINER_FORMAT, "actor": self.actor.state_dict(),
                 "critic": self.critic.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "steps": self.steps, "updates": self.updates, "snapshots": list(self.snapshots)}
+                "steps": self.steps, "updates": self.updates,
+                "snapshots": [Path(p).name for p in self.snapshots]}
 
     def close(self) -> None:
         self.collection.close()
@@ -465,7 +490,14 @@ def train_selfplay(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     seed = config.seed + first_step
     # ----
 
-    snapshots = list(state["snapshots"]) if state else snapshot_paths(run_dir, config)
+    if state:
+        snapshots = [str(run_dir / "snapshots" / name) for name in state["snapshots"]]
+        missing = [p for p in snapshots if not (Path(p) / "card.json").is_file()]
+        if missing:
+            raise FileNotFoundError(f"--resume {run_dir}: the opponent pool's snapshot(s) "
+                                    f"{missing} are missing")
+    else:
+        snapshots = snapshot_paths(run_dir, config)
     trainer = SelfPlayTrainer(config, seed=seed, snapshots=snapshots, state=state)
     writer = SummaryWriter(str(run_dir / "tb" / "selfplay"))
     o, e = config.opponents, config.eval
