@@ -57,6 +57,8 @@ def no_evaluations(monkeypatch):
         ("dest_is_a_file", "is not a folder"),
         ("dest_in_run", "overlap the run directory"),
         ("one_deal", "deals must be an int >= 2"),
+        ("full_game_not_a_baseline", "--full-games takes baselines"),
+        ("bad_also_spec", "nobot"),
     ],
 )
 def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
@@ -86,6 +88,10 @@ def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
         argv[1] = str(run_dir / "shipped")
     elif case == "one_deal":
         argv[argv.index("--deals") + 1] = "1"
+    elif case == "full_game_not_a_baseline":
+        argv += ["--full-games", "heuristic,ismcts:5"]
+    elif case == "bad_also_spec":
+        argv += ["--also", "greedy,nobot"]
     before = sorted(str(p) for p in tmp_path.rglob("*"))
     with pytest.raises(SystemExit) as exited:
         ship.main(argv)
@@ -143,3 +149,13 @@ def test_demo_plays_a_game(capsys):
     assert demo.main(["--players", "3", "--rounds", "2", "--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert "round 1: points" in out and "round 2: points" in out
+
+
+def test_ship_full_games_and_extra_lineups(run_dir, tmp_path):
+    dest = tmp_path / "shipped"
+    card = ship.main([str(run_dir), str(dest), "--deals", "2", "--full-games", "heuristic",
+                      "--also", f"ppo:{SHIPPED}"])
+    lineups = [(r["opponents"], r["single_round"]) for r in card["evaluation"]["results"]]
+    assert lineups == [("3× random", True), ("3× greedy", True), ("3× heuristic", True),
+                       (f"3× ppo:{SHIPPED}", True), ("3× heuristic", False)]
+    assert "Masked PPO (sb3-contrib MaskablePPO" in (dest / "card.md").read_text()

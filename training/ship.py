@@ -5,9 +5,13 @@ format (card.json, policy.npz; never model.zip, which unpickles on load: see `tr
 evaluates it with `training.evaluate` against each baseline — three copies of the bot, duplicate
 deals with seat rotation — over single rounds and over full games, draws the learning curve, and
 writes the card: `card.json` (the checkpoint card plus `training` and
-`evaluation` sections) and `card.md` (the same for people).
+`evaluation` sections) and `card.md` (the same for people). `--full-games` names the baselines
+also played over full games (full games cost ten rounds each: the default is all three),
+`--also` adds single-round lineups against other specs (an older agent, say).
 
     python -m training.ship runs/ppo-4p-d9 checkpoints/ppo-4p-d9 --deals 2000 --workers 2
+    python -m training.ship runs/selfplay-4p-d9 checkpoints/selfplay-4p-d9 --deals 2000 \
+        --workers 2 --full-games heuristic --also ppo:checkpoints/ppo-4p-d9
 
 Everything is checked before the evaluations start (`check_ship`): the run directory, its
 `run.json`, the pointer and the checkpoint it names (card and weights, by building the policy
@@ -36,6 +40,10 @@ from .evaluate import evaluate, fail, plan_evaluation
 from .plot import plot_run
 
 BASELINES = ("random", "greedy", "heuristic")
+LEARNERS = {  # the card's `algo` (cards before the self-play trainer have none: MaskablePPO)
+    "maskable_ppo": "Masked PPO (sb3-contrib MaskablePPO, one learning seat per game)",
+    "selfplay": "Self-play masked PPO (training.selfplay: every seat learns, privileged critic)",
+}
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,13 @@ class ShipPlan:
     deals: int
     workers: int
     seed: int
+    full_games: tuple[str, ...] = BASELINES  # baselines also evaluated over full games
+    also: tuple[str, ...] = ()  # further opponent specs, single rounds (e.g. an older agent)
+
+    def lineups(self) -> list[tuple[str, bool]]:
+        """(opponent spec, single_round) for every evaluation, in the card's order."""
+        return ([(bot, True) for bot in BASELINES] + [(spec, True) for spec in self.also]
+                + [(bot, False) for bot in self.full_games])
 
 
 def _pick(run_dir: Path, which: str) -> Path:
@@ -100,29 +115,34 @@ def _check_dest(run_dir: Path, dest: Path) -> None:
 
 
 def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", deals: int = 2000,
-               workers: int = 1, seed: int = 1) -> ShipPlan:
+               workers: int = 1, seed: int = 1, full_games: tuple[str, ...] = BASELINES,
+               also: tuple[str, ...] = ()) -> ShipPlan:
     """Check everything `ship` needs before its long work; `ValueError`/`OSError` say what is
     wrong (see the module docstring)."""
     run_dir, dest = Path(run_dir), Path(dest)
     if which not in ("best", "latest"):
         raise ValueError(f"which must be 'best' or 'latest'; got {which!r}")
+    unknown = [bot for bot in full_games if bot not in BASELINES]
+    if unknown:
+        raise ValueError(f"--full-games takes baselines from {list(BASELINES)}; got {unknown}")
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} does not exist (expected runs/<name>)")
     source = _pick(run_dir, which)
     card = ckpt.read_card(source)
     config = ChickenFootConfig.from_dict(card["env_config"])
     info = _run_info(run_dir)
-    # Builds the checkpoint's policy once per evaluation setting: bad weights fail here.
-    for single_round in (True, False):
-        for bot in BASELINES:
-            plan_evaluation([f"ppo:{source}", bot], config, deals, seed, workers, single_round)
+    plan = ShipPlan(run_dir, dest, which, source, info, deals, workers, seed, tuple(full_games),
+                    tuple(also))
+    # Builds the policies once per evaluation: bad weights or a bad spec fail here.
+    for opponent, single_round in plan.lineups():
+        plan_evaluation([f"ppo:{source}", opponent], config, deals, seed, workers, single_round)
     _check_dest(run_dir, dest)
-    return ShipPlan(run_dir, dest, which, source, info, deals, workers, seed)
+    return plan
 
 
-def ship(run_dir: Path, dest: Path, which: str, deals: int, workers: int, seed: int) -> dict:
+def ship(run_dir: Path, dest: Path, which: str, deals: int, workers: int, seed: int, **more) -> dict:
     """Check (`check_ship`), then ship; returns the card written to `dest/card.json`."""
-    return run_ship(check_ship(run_dir, dest, which, deals, workers, seed))
+    return run_ship(check_ship(run_dir, dest, which, deals, workers, seed, **more))
 
 
 def run_ship(plan: ShipPlan) -> dict:
@@ -149,7 +169,7 @@ def _build(plan: ShipPlan, folder: Path) -> dict:
                      for session in plan.info["sessions"]],
         "steps": card["steps"],
         "wall_time_s": card.get("wall_time_s"),
-        "hardware": "2 CPU cores shared with other jobs, torch.set_num_threads(1)",
+        "hardware": "2 CPU cores",
         "packages": plan.info["packages"],
     }
     evaluation = {"deals": plan.deals, "seed": plan.seed,
@@ -157,23 +177,22 @@ def _build(plan: ShipPlan, folder: Path) -> dict:
                   "rotated; 95% Student-t CI over deals",
                   "results": []}
     agent = f"ppo:{folder}"
-    for single_round in (True, False):
-        for bot in BASELINES:
-            started = time.perf_counter()
-            result = evaluate([agent, bot], config, plan.deals, seed=plan.seed,
-                              workers=plan.workers, single_round=single_round)
-            me, diff = result["policies"][0], result["differences"][0]
-            evaluation["results"].append({
-                "opponents": f"3× {bot}",
-                "single_round": single_round,
-                "win_rate": me["win_rate"],
-                "round_score": me["round_score"],
-                "rank": me["rank"],
-                "win_rate_minus_opponent": diff["win_rate"],
-                "seconds": round(time.perf_counter() - started, 1),
-            })
-            print(f"{'round' if single_round else 'game '} vs {bot}: win {me['win_rate']['mean']:.3f} "
-                  f"[{me['win_rate']['ci_low']:.3f}, {me['win_rate']['ci_high']:.3f}]", flush=True)
+    for bot, single_round in plan.lineups():
+        started = time.perf_counter()
+        result = evaluate([agent, bot], config, plan.deals, seed=plan.seed,
+                          workers=plan.workers, single_round=single_round)
+        me, diff = result["policies"][0], result["differences"][0]
+        evaluation["results"].append({
+            "opponents": f"3× {bot}",
+            "single_round": single_round,
+            "win_rate": me["win_rate"],
+            "round_score": me["round_score"],
+            "rank": me["rank"],
+            "win_rate_minus_opponent": diff["win_rate"],
+            "seconds": round(time.perf_counter() - started, 1),
+        })
+        print(f"{'round' if single_round else 'game '} vs {bot}: win {me['win_rate']['mean']:.3f} "
+              f"[{me['win_rate']['ci_low']:.3f}, {me['win_rate']['ci_high']:.3f}]", flush=True)
     card["evaluation"] = evaluation
     (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     plot_run(plan.run_dir, folder / "learning_curve.png")
@@ -204,7 +223,8 @@ def card_markdown(card: dict, dest: Path) -> str:
     lines = [
         f"# Shipped agent `{dest.name}`",
         "",
-        f"Masked PPO (sb3-contrib), MLP {card['net_arch']} ({card['activation']}), trained for "
+        f"{LEARNERS.get(card.get('algo', 'maskable_ppo'), card.get('algo'))}, MLP "
+        f"{card['net_arch']} ({card['activation']}), trained for "
         f"**{t['steps']:,} learner steps** in **{minutes}** on {t['hardware']}.",
         "",
         f"- game: {cfg['num_players']} players, double-{cfg['max_pips']}, {cfg['num_rounds']} "
@@ -232,6 +252,10 @@ def card_markdown(card: dict, dest: Path) -> str:
     return "\n".join(lines)
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__.split("\n")[0])
     parser.add_argument("run_dir")
@@ -240,9 +264,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--deals", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--full-games", default=",".join(BASELINES), metavar="BOT[,BOT]",
+                        help="baselines also evaluated over full games (default: all three)")
+    parser.add_argument("--also", default="", metavar="SPEC[,SPEC]",
+                        help="further opponents, single rounds (e.g. ppo:checkpoints/ppo-4p-d9)")
     args = parser.parse_args(argv)
     try:
-        plan = check_ship(args.run_dir, args.dest, args.which, args.deals, args.workers, args.seed)
+        plan = check_ship(args.run_dir, args.dest, args.which, args.deals, args.workers, args.seed,
+                          full_games=_names(args.full_games), also=_names(args.also))
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError
         fail(err, 2)
     return run_ship(plan)
