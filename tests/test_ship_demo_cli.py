@@ -20,21 +20,25 @@ SHIPPED = ROOT / "checkpoints" / "ppo-4p-d9"
 
 
 
-@pytest.fixture()
-def run_dir(tmp_path) -> Path:
-    """A training run's layout around the shipped agent's weights: what ship reads."""
+def make_run_dir(tmp_path: Path, agent: Path) -> Path:
+    """A training run's layout around a shipped agent's weights: what ship reads."""
     run = tmp_path / "runs" / "r"
     step = run / "checkpoints" / "step_4"
     step.mkdir(parents=True)
     for name in ("card.json", "policy.npz"):
-        shutil.copy2(SHIPPED / name, step / name)
+        shutil.copy2(agent / name, step / name)
     (run / "checkpoints" / "latest.json").write_text(json.dumps({"path": "step_4"}))
-    card = json.loads((SHIPPED / "card.json").read_text())
+    card = json.loads((agent / "card.json").read_text())
     (run / "run.json").write_text(json.dumps({
         "env_config": card["env_config"], "packages": {"python": "3"},
         "sessions": [{"argv": ["--config", "configs/default.yaml"]}],
     }))
     return run
+
+
+@pytest.fixture()
+def run_dir(tmp_path) -> Path:
+    return make_run_dir(tmp_path, SHIPPED)
 
 
 def no_evaluations(monkeypatch):
@@ -159,3 +163,14 @@ def test_ship_full_games_and_extra_lineups(run_dir, tmp_path):
     assert lineups == [("3× random", True), ("3× greedy", True), ("3× heuristic", True),
                        (f"3× ppo:{SHIPPED}", True), ("3× heuristic", False)]
     assert "Masked PPO (sb3-contrib MaskablePPO" in (dest / "card.md").read_text()
+
+
+def test_ship_labels_lineups_by_the_seats_the_bot_fills(tmp_path):
+    # Two players: the agent faces one copy of each bot, and the card says so.
+    run = make_run_dir(tmp_path, ROOT / "checkpoints" / "selfplay-2p-d6")
+    card = ship.main([str(run), str(tmp_path / "shipped"), "--deals", "2", "--full-games", "",
+                      "--hardware", "a test"])
+    assert [r["opponents"] for r in card["evaluation"]["results"]] == [
+        "1× random", "1× greedy", "1× heuristic"]
+    assert card["training"]["hardware"] == "a test"
+    assert "Self-play masked PPO" in (tmp_path / "shipped" / "card.md").read_text()

@@ -2,7 +2,7 @@
 
 Copies the run's chosen checkpoint (`--which best|latest`) to `<dest>/` in the weights-only
 format (card.json, policy.npz; never model.zip, which unpickles on load: see `training.export`),
-evaluates it with `training.evaluate` against each baseline — three copies of the bot, duplicate
+evaluates it with `training.evaluate` against each baseline — the bot on every other seat, duplicate
 deals with seat rotation — over single rounds and over full games, draws the learning curve, and
 writes the card: `card.json` (the checkpoint card plus `training` and
 `evaluation` sections) and `card.md` (the same for people). `--full-games` names the baselines
@@ -60,6 +60,7 @@ class ShipPlan:
     seed: int
     full_games: tuple[str, ...] = BASELINES  # baselines also evaluated over full games
     also: tuple[str, ...] = ()  # further opponent specs, single rounds (e.g. an older agent)
+    hardware: str = "2 CPU cores"  # where the run trained, for the card
 
     def lineups(self) -> list[tuple[str, bool]]:
         """(opponent spec, single_round) for every evaluation, in the card's order."""
@@ -116,7 +117,7 @@ def _check_dest(run_dir: Path, dest: Path) -> None:
 
 def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", deals: int = 2000,
                workers: int = 1, seed: int = 1, full_games: tuple[str, ...] = BASELINES,
-               also: tuple[str, ...] = ()) -> ShipPlan:
+               also: tuple[str, ...] = (), hardware: str = "2 CPU cores") -> ShipPlan:
     """Check everything `ship` needs before its long work; `ValueError`/`OSError` say what is
     wrong (see the module docstring)."""
     run_dir, dest = Path(run_dir), Path(dest)
@@ -132,7 +133,7 @@ def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", dea
     config = ChickenFootConfig.from_dict(card["env_config"])
     info = _run_info(run_dir)
     plan = ShipPlan(run_dir, dest, which, source, info, deals, workers, seed, tuple(full_games),
-                    tuple(also))
+                    tuple(also), hardware)
     # Builds the policies once per evaluation: bad weights or a bad spec fail here.
     for opponent, single_round in plan.lineups():
         plan_evaluation([f"ppo:{source}", opponent], config, deals, seed, workers, single_round)
@@ -169,7 +170,7 @@ def _build(plan: ShipPlan, folder: Path) -> dict:
                      for session in plan.info["sessions"]],
         "steps": card["steps"],
         "wall_time_s": card.get("wall_time_s"),
-        "hardware": "2 CPU cores",
+        "hardware": plan.hardware,
         "packages": plan.info["packages"],
     }
     evaluation = {"deals": plan.deals, "seed": plan.seed,
@@ -183,7 +184,7 @@ def _build(plan: ShipPlan, folder: Path) -> dict:
                           workers=plan.workers, single_round=single_round)
         me, diff = result["policies"][0], result["differences"][0]
         evaluation["results"].append({
-            "opponents": f"3× {bot}",
+            "opponents": f"{config.num_players - 1}× {bot}",
             "single_round": single_round,
             "win_rate": me["win_rate"],
             "round_score": me["round_score"],
@@ -268,10 +269,13 @@ def main(argv: list[str] | None = None) -> dict:
                         help="baselines also evaluated over full games (default: all three)")
     parser.add_argument("--also", default="", metavar="SPEC[,SPEC]",
                         help="further opponents, single rounds (e.g. ppo:checkpoints/ppo-4p-d9)")
+    parser.add_argument("--hardware", default="2 CPU cores",
+                        help="where the run trained, as the card should say it")
     args = parser.parse_args(argv)
     try:
         plan = check_ship(args.run_dir, args.dest, args.which, args.deals, args.workers, args.seed,
-                          full_games=_names(args.full_games), also=_names(args.also))
+                          full_games=_names(args.full_games), also=_names(args.also),
+                          hardware=args.hardware)
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError
         fail(err, 2)
     return run_ship(plan)
