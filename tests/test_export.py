@@ -27,9 +27,10 @@ SHIPPED = ROOT / "checkpoints" / "ppo-4p-d9"
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory) -> Path:
+    """An SB3 (MaskablePPO) smoke run: the one learner whose checkpoints hold a pickled zip."""
     runs = tmp_path_factory.mktemp("runs")
     ppo.main(["--config", SMOKE, "--set", f"runs_dir={runs}", "--set", "run_name=smoke",
-              "--set", "total_steps=256"])
+              "--set", "total_steps=256", "--set", "algo=maskable_ppo"])
     return runs / "smoke"
 
 

@@ -220,6 +220,15 @@ def test_i13_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
     assert tuple(state["actor"]["0.weight"].shape) == (16, card["observation_size"])
 
 
+def test_i13_export_of_a_selfplay_run_is_weights_only(selfplay_run, tmp_path):
+    from training import export
+
+    out = export.main([str(selfplay_run), str(tmp_path / "exported")])
+    assert not (out / TRAINER_FILE).exists() and (out / "policy.npz").is_file()
+    assert ckpt.read_card(out)["policy_sha256"] == ckpt.read_card(
+        ckpt.resolve_checkpoint(selfplay_run))["policy_sha256"]
+
+
 def test_i13_resume_continues_the_step_count_and_the_pool(selfplay_run, tmp_path):
     copy = tmp_path / "sp"
     shutil.copytree(selfplay_run, copy)
