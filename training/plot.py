@@ -62,7 +62,7 @@ def plot_run(run_dir: str | Path, out: str | Path) -> Path:
     for opponent, entries in evals.items():
         steps = [e["steps"] for e in entries]
         mean = [e["win_rate"]["mean"] for e in entries]
-        ax.plot(steps, mean, marker="o", ms=3, label=f"vs 3× {opponent} (eval)")
+        ax.plot(steps, mean, marker="o", ms=3, label=f"vs {players - 1}× {opponent} (eval)")
         ax.fill_between(steps, [e["win_rate"]["ci_low"] for e in entries],
                         [e["win_rate"]["ci_high"] for e in entries], alpha=0.2)
     training = load_training_win_rate(run_dir)
