@@ -239,10 +239,13 @@ class Game:
         self.say("You win!" if self.seat in e.winners else "Better luck next time.")
 
     def write_image(self) -> None:
+        """Rewrite `--image`: the table from the human's seat with the players' names; once the
+        game is over, every hand is shown (R12 scores them), as replay's last frame does."""
         if self.args.image:
             from .render_image import save_png  # Pillow only when pictures are asked for
 
-            save_png(self.engine, self.args.image, viewer=self.seat)
+            save_png(self.engine, self.args.image, viewer=self.seat, names=self.names,
+                     reveal=self.engine.game_over)
 
     # -------------------------------------------------------------------------- turns
     def human_action(self) -> int:

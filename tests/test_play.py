@@ -131,7 +131,15 @@ def test_image_and_record_options(tmp_path):
         assert picture.size == canvas_size(ChickenFootConfig(max_pips=6, num_players=2))
     data = read_record(record)
     assert data["players"] == ["you", "random"]
-    assert replay_engine(data).scores == data["final"]["scores"]
+    final = replay_engine(data)
+    assert final.scores == data["final"]["scores"]
+    # The last picture is the finished game with the players' names and every hand revealed.
+    from cf_env.render_image import render_rgb
+
+    with Image.open(image) as picture:
+        drawn = np.asarray(picture.convert("RGB"))
+    assert np.array_equal(drawn, render_rgb(final, viewer=0, names=["you", "random"], reveal=True))
+    assert not np.array_equal(drawn, render_rgb(final, viewer=0))
 
 
 def test_same_seed_same_game():
