@@ -55,6 +55,7 @@ from cf_env.policies import legal_fast_path, load_policy
 from cf_env.rewards import game_rewards, round_rewards
 
 from .checkpoints import NumpyPolicy, load_ppo_policy, read_card
+from .opponents import pool_entries
 
 LEARNER = None  # a seat's policy entry when the learner plays it
 ILLEGAL_LOGIT = -1e8  # masked logits: large and finite, so the entropy has no NaN (0 * -1e8 = 0)
@@ -198,16 +199,8 @@ class Collector:
 
     def entries(self) -> tuple[list[str], list[float]]:
         """Opponent names (bot specs, `snapshot:<path>`) and the cumulative probabilities."""
-        names, weights = list(self.bots), list(self.bots.values())
-        if self.snapshots and self.snapshot_weight > 0:
-            names += [f"snapshot:{p}" for p in self.snapshots]
-            weights += [self.snapshot_weight / len(self.snapshots)] * len(self.snapshots)
-        total = sum(weights)
-        cumulative, acc = [], 0.0
-        for w in weights:
-            acc += w / total
-            cumulative.append(acc)
-        return names, cumulative
+        names, probs = pool_entries(self.bots, self.snapshots, self.snapshot_weight)
+        return names, np.cumsum(probs).tolist()
 
     def _policy(self, game: int, seat: int, name: str):
         key = (game, seat, name)

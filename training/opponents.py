@@ -22,6 +22,21 @@ from cf_env.policies import Policy, load_policy
 from .checkpoints import load_ppo_policy
 
 
+def pool_entries(bots: Mapping[str, float], snapshots: Sequence[str],
+                 snapshot_weight: float) -> tuple[list[str], np.ndarray]:
+    """An opponent pool's members (bot specs, then `snapshot:<path>`) and their probabilities:
+    each bot its weight, the snapshots `snapshot_weight` split evenly, normalised. Shared by
+    `OpponentPool` (the MaskablePPO path) and the self-play collector."""
+    names = list(bots)
+    weights = list(bots.values())
+    if snapshots and snapshot_weight > 0:
+        share = snapshot_weight / len(snapshots)
+        names += [f"snapshot:{p}" for p in snapshots]
+        weights += [share] * len(snapshots)
+    probs = np.asarray(weights, dtype=np.float64)
+    return names, probs / probs.sum()
+
+
 class OpponentPool:
     def __init__(
         self,
@@ -56,14 +71,7 @@ class OpponentPool:
 
     def entries(self) -> tuple[list[str], np.ndarray]:
         """The pool's current members (bot specs, `snapshot:<path>`) and their probabilities."""
-        names = list(self.bots)
-        weights = list(self.bots.values())
-        if self.snapshots and self.snapshot_weight > 0:
-            share = self.snapshot_weight / len(self.snapshots)
-            names += [f"snapshot:{p}" for p in self.snapshots]
-            weights += [share] * len(self.snapshots)
-        probs = np.asarray(weights, dtype=np.float64)
-        return names, probs / probs.sum()
+        return pool_entries(self.bots, self.snapshots, self.snapshot_weight)
 
     def sample(self, rng: np.random.Generator, num: int) -> list[Policy]:
         names, probs = self.entries()
