@@ -24,6 +24,7 @@ from training.collector import Collector, compute_gae, sample_masked
 from training.config import load_config
 from training.selfplay import (
     TRAINER_FILE,
+    SelfPlayTrainer,
     build_networks,
     load_trainer_state,
 )
@@ -285,3 +286,28 @@ def test_i13_config_checks_the_selfplay_fields():
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['num_game'\] in selfplay"):
         load_config(SMOKE, ["selfplay.num_game=4"])
     assert load_config(ROOT / "configs" / "default.yaml").algo == "selfplay"
+
+
+def test_i13_anneal_lr_decays_linearly_to_zero_and_is_self_play_only(tmp_path):
+    """ppo.anneal_lr: each update's step size is learning_rate * (1 - steps / total_steps)."""
+    config = load_config(SMOKE, ["ppo.anneal_lr=true", "total_steps=400", "eval.every_steps=0",
+                                f"runs_dir={tmp_path}"])
+    trainer = SelfPlayTrainer(config, seed=config.seed)
+    try:
+        seen = []
+        while trainer.steps < config.total_steps:
+            before = trainer.steps
+            stats = trainer.iterate()
+            seen.append(stats["learning_rate"])
+            assert stats["learning_rate"] == pytest.approx(
+                config.ppo.learning_rate * (1 - before / config.total_steps))
+        assert seen[0] == config.ppo.learning_rate and seen == sorted(seen, reverse=True)
+        assert trainer.learning_rate() == 0.0  # past total_steps nothing moves
+    finally:
+        trainer.close()
+    constant = load_config(SMOKE, [f"runs_dir={tmp_path}"])
+    assert not constant.ppo.anneal_lr
+    with pytest.raises(ValueError, match="ppo.anneal_lr must be false for algo maskable_ppo"):
+        load_config(SMOKE, ["ppo.anneal_lr=true", "algo=maskable_ppo"])
+    with pytest.raises(ValueError, match="ppo.anneal_lr must be bool"):
+        load_config(SMOKE, ["ppo.anneal_lr=1"])

@@ -50,8 +50,12 @@ class OpponentSettings:
 @dataclass
 class PPOSettings:
     learning_rate: float = 3e-4
-    """Adam step size (constant); > 0. May change on --resume, like every ppo.* field except
-    n_steps, net_arch and activation."""
+    """Adam step size; > 0. May change on --resume, like every ppo.* field except n_steps,
+    net_arch and activation."""
+    anneal_lr: bool = False
+    """Self-play only: decay the step size linearly from learning_rate to 0 over total_steps
+    (each update uses learning_rate * (1 - steps / total_steps)), as CleanRL's PPO does; the
+    last policies move less, so the final checkpoint is less noisy. False: constant."""
     n_steps: int = 256
     """maskable_ppo only: steps per env per rollout; a rollout holds n_steps * num_envs learner
     decisions (self-play: selfplay.rollout_steps)."""
@@ -324,6 +328,8 @@ def validate(config: TrainConfig) -> None:
     # NaN fails every comparison, so each check is written as "ok when ...".
     _require("ppo.learning_rate", p.learning_rate, _number(p.learning_rate) and p.learning_rate > 0,
              "a finite number > 0 (e.g. 3e-4)")
+    _require("ppo.anneal_lr", p.anneal_lr, not (p.anneal_lr and config.algo == "maskable_ppo"),
+             "false for algo maskable_ppo (the schedule is self-play only)")
     _require("ppo.gamma", p.gamma, _number(p.gamma) and 0 < p.gamma <= 1, "in (0, 1]")
     _require("ppo.gae_lambda", p.gae_lambda, _number(p.gae_lambda) and 0 <= p.gae_lambda <= 1,
              "in [0, 1]")

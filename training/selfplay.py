@@ -344,9 +344,7 @@ class SelfPlayTrainer:
         if state is not None:
             self.actor.load_state_dict(state["actor"])
             self.critic.load_state_dict(state["critic"])
-            self.optimizer.load_state_dict(state["optimizer"])
-            for group in self.optimizer.param_groups:  # ppo.learning_rate may change on resume
-                group["lr"] = config.ppo.learning_rate
+            self.optimizer.load_state_dict(state["optimizer"])  # iterate() sets each update's lr
             self.steps, self.updates = int(state["steps"]), int(state["updates"])
         self.snapshots = self.snapshots[-config.opponents.max_snapshots:]
         self.generator = torch.Generator().manual_seed(seed)
@@ -380,6 +378,8 @@ class SelfPlayTrainer:
             # The next rollout is collected with these weights while they are being updated.
             self.collection.start(self.actor, self.critic, self._take_pending())
         collected = time.perf_counter()
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate()
         update = ppo_update(self.actor, self.critic, self.optimizer, roll, self.config,
                             self.generator)
         self.updates += 1
@@ -389,11 +389,20 @@ class SelfPlayTrainer:
             "decisions": len(roll.action),
             "win_rate": stats["wins"] / max(stats["seats"], 1),
             "rounds": stats["rounds"],
+            "learning_rate": self.optimizer.param_groups[0]["lr"],
             "collect_s": collected - started,
             "update_s": done - collected,
             "mean_reward": float(roll.reward.sum() / max(stats["seats"], 1)),
         })
         return update
+
+    def learning_rate(self) -> float:
+        """The step size of the next update: ppo.learning_rate, or its linear decay to 0 over
+        total_steps with ppo.anneal_lr."""
+        base = self.config.ppo.learning_rate
+        if not self.config.ppo.anneal_lr:
+            return base
+        return base * min(max(1.0 - self.steps / self.config.total_steps, 0.0), 1.0)
 
     def state(self) -> dict:
         """What `trainer.pt` holds (tensors, numbers, strings only: weights_only loading). The
@@ -533,7 +542,7 @@ def train_selfplay(config: TrainConfig, run_dir: Path, *, resume: bool = False,
             rate = session_steps / (time.perf_counter() - session_clock)
             console.update(trainer.steps)
             for name in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
-                         "explained_variance", "epochs"):
+                         "explained_variance", "epochs", "learning_rate"):
                 writer.add_scalar(f"train/{name}", stats[name], trainer.steps)
             writer.add_scalar("rollout/win_rate", stats["win_rate"], trainer.steps)
             writer.add_scalar("rollout/mean_reward_per_seat", stats["mean_reward"], trainer.steps)
