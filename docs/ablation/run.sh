@@ -5,20 +5,25 @@
 # root. The shipped figure ran on a 16-core x86-64 host (the session's lent accelerator machine,
 # CPUs only; Python 3.12, torch 2.11), with the wheels of gymnasium, pettingzoo, SB3, sb3-contrib
 # and openskill carried in .devwheels/. Locally: SKIP_PIP=1 OUT=/tmp/x bash docs/ablation/run.sh
-# in the activated venv (the three learners then share 2 cores: not the same experiment).
+# in the activated venv (the three learners then share 2 cores: not the same experiment), or
+# SEQUENTIAL=1 to give each learner the whole machine in turn (SECS each; what a 2-core machine
+# can compare fairly). SP_SNAPSHOT_EVERY (default 500000) spaces the self-play arms' snapshots.
 set -u
 [ -n "${SKIP_PIP:-}" ] || python3 -m pip install -q --no-deps --no-index .devwheels/*.whl 2>&1 | tail -2
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 R=/tmp/abl; rm -rf $R; mkdir -p $R
 SECS=${SECS:-400}
 common="--set runs_dir=$R --set eval.every_steps=0 --set total_steps=100000000 --set progress_bar=false --set checkpoint_every=100000000"
-timeout -s INT $SECS python3 -m training.ppo --config configs/default.yaml --set algo=maskable_ppo \
+# One learner in the background; with SEQUENTIAL=1 wait for it before starting the next.
+arm() { "$@" & if [ -n "${SEQUENTIAL:-}" ]; then wait; fi; }
+arm timeout -s INT $SECS python3 -m training.ppo --config configs/default.yaml --set algo=maskable_ppo \
   --set ppo.n_epochs=4 --set ppo.batch_size=512 --set run_name=sb3_single_seat \
-  --set opponents.snapshot_every=100000 $common > $R/sb3.log 2>&1 &
+  --set opponents.snapshot_every=100000 $common > $R/sb3.log 2>&1
 for crit in true false; do
-  timeout -s INT $SECS python3 -m training.ppo --config configs/selfplay-4p-d9.yaml \
+  # The shipped recipe's step-size schedule is spread over its 28M steps; an arm keeps it.
+  arm timeout -s INT $SECS python3 -m training.ppo --config configs/selfplay-4p-d9.yaml \
     --set run_name=selfplay_critic_$crit --set selfplay.privileged_critic=$crit \
-    --set opponents.snapshot_every=500000 $common > $R/sp_$crit.log 2>&1 &
+    --set opponents.snapshot_every=${SP_SNAPSHOT_EVERY:-500000} $common > $R/sp_$crit.log 2>&1
 done
 wait
 ls $R/*/snapshots | head -50
@@ -31,7 +36,7 @@ for run in sorted(pathlib.Path("/tmp/abl").iterdir()):
 PY
 cat $R/jobs.txt
 mkdir -p $R/evals
-cat $R/jobs.txt | xargs -P 15 -L 1 sh -c 'python3 -m training.evaluate --agent ppo:$1 --opponents heuristic --players 4 --deals 200 --seed 1 --single-round --no-progress --out '$R'/evals/$0-$(basename $1).json > /dev/null 2>&1 || echo "eval failed $0 $1"'
+cat $R/jobs.txt | xargs -P $(nproc) -L 1 sh -c 'python3 -m training.evaluate --agent ppo:$1 --opponents heuristic --players 4 --deals 200 --seed 1 --single-round --no-progress --out '$R'/evals/$0-$(basename $1).json > /dev/null 2>&1 || echo "eval failed $0 $1"'
 python3 - <<'PY'
 import json, os, pathlib
 R = pathlib.Path("/tmp/abl"); rows = []
@@ -48,7 +53,8 @@ for run in sorted(p for p in R.iterdir() if p.is_dir() and p.name != "evals"):
                      "wall_s": round((snap / "card.json").stat().st_mtime - t0, 1),
                      "win_rate": me["win_rate"], "minus_heuristic": d["win_rate"]})
 out = pathlib.Path(os.environ["OUT"]) / "ablation.json"
-out.write_text(json.dumps({"secs": int(os.environ.get("SECS", 400)), "nproc": os.cpu_count(), "rows": rows}, indent=1))
+out.write_text(json.dumps({"secs": int(os.environ.get("SECS", 400)), "nproc": os.cpu_count(),
+                           "sequential": bool(os.environ.get("SEQUENTIAL")), "rows": rows}, indent=1))
 print(len(rows), "rows")
 PY
 for f in $R/*.log; do echo "== $f"; tail -c 1500 $f; done > $OUT/logs.txt
