@@ -1,4 +1,4 @@
-"""# Chicken Foot — PettingZoo AEC environment (`chicken_foot_v0`)
+"""# Chicken Foot — PettingZoo AEC environment (`chicken_foot_v1`)
 
 A thin adapter over `cf_env.engine.Engine`: it translates the engine to the AEC API and holds no
 rules. Rule numbers refer to docs/rules.md.
@@ -11,8 +11,28 @@ rules. Rule numbers refer to docs/rules.md.
 | Layout | `env.unwrapped.observation_layout` → `{piece name: slice}` (see `observation.py`) |
 | Rewards | at round ends (`"score"`, `"zero_sum"`) or game end (`"win"`), see `rewards.py` |
 | Turn order | follows the engine: the same agent acts again after a DRAW (R8) |
+| Infos | the fixed schema `INFO_KEYS` below, the same keys and types at reset and every step |
+| Masks | the acting agent's legal actions; all zeros for every other agent and for everyone once the game is over (PettingZoo's convention: a terminated agent steps `None`) |
 
-Version history: v0 — first release.
+Infos (`env.infos[agent]`, `last()`'s fifth item) describe the latest step, the same for every
+agent except the per-seat values; all are plain Python ints, floats and bools, because libraries
+such as TorchRL build a fixed spec from reset's infos and fail on a key or type that appears later:
+
+| key | type | value |
+|---|---|---|
+| `round` | int | `engine.round`: the round being played (after the game's end, the last one) |
+| `round_over` | bool | a round ended on the latest step (R11) |
+| `round_points` | int | this agent's points in that round (pips left in hand, R12); 0 if no round ended |
+| `game_total` | int | this agent's game total so far (the sum of its round points) |
+| `game_over` | bool | the game is over (R4 / the target score, R13); stays True |
+| `win` | float | this agent's share of the win once the game is over: 1/k for each of k tied winners (R13), else 0.0 |
+| `illegal_action` | bool | this agent's action was illegal and penalised (`illegal_action="penalize"`): every agent is terminated, the game is abandoned (`game_over` stays False) |
+
+What is not a number stays out of the infos: the winners' names are `env.unwrapped.winners()`,
+the scores `env.unwrapped.engine.scores`.
+
+Version history: v1 — the fixed info schema above (v0's infos changed keys between steps: a
+TorchRL crash); `cf_env.chicken_foot_v0` keeps v0's infos, deprecated. v0 — first release.
 """
 
 from __future__ import annotations
@@ -28,6 +48,18 @@ from .observation import OBSERVATION_VERSION, Encoder, SeatView
 from .render import render_text
 from .rewards import game_rewards, round_rewards
 
+# The info schema (module docstring): every agent's info has exactly these keys, at reset and at
+# every step, with these types.
+INFO_KEYS: dict[str, type] = {
+    "round": int,
+    "round_over": bool,
+    "round_points": int,
+    "game_total": int,
+    "game_over": bool,
+    "win": float,
+    "illegal_action": bool,
+}
+
 
 def env(**kwargs) -> AECEnv:
     """The raw env wrapped the way PettingZoo classic envs are (order enforcing)."""
@@ -36,7 +68,7 @@ def env(**kwargs) -> AECEnv:
 
 class raw_env(AECEnv):
     metadata = {
-        "name": "chicken_foot_v0",
+        "name": "chicken_foot_v1",
         "render_modes": ["ansi", "human", "rgb_array"],
         "is_parallelizable": False,
         "render_fps": 1,
@@ -121,7 +153,7 @@ class raw_env(AECEnv):
             self.rewards[agent] = -1.0
             self._rewards_pending = True
             self.terminations = dict.fromkeys(self.agents, True)
-            self.infos[agent] = {"illegal_action": True}
+            self._write_infos([], offender=agent)
             self._accumulate_rewards()
             return
         self._cumulative_rewards[agent] = 0.0
@@ -143,21 +175,65 @@ class raw_env(AECEnv):
             self._rewards_pending = True
             for agent, reward in zip(self.agents, round_rewards(cfg, points)):
                 self.rewards[agent] += reward
-        for agent in self.agents:
-            self.infos[agent] = {"round": engine.round}
-        if finished:
-            for agent in self.agents:
-                self.infos[agent]["round_points"] = finished[-1][self.agent_name_mapping[agent]]
         if engine.game_over:
             self._rewards_pending = True
             for agent, reward in zip(self.agents, game_rewards(cfg, engine.winners)):
                 self.rewards[agent] += reward
             self.terminations = dict.fromkeys(self.agents, True)
-            for agent in self.agents:
-                self.infos[agent]["winners"] = [self.possible_agents[s] for s in engine.winners]
         elif self.max_cycles is not None and self.num_steps >= self.max_cycles * cfg.num_players:
             self.truncations = dict.fromkeys(self.agents, True)
+        self._write_infos(finished)
         self.agent_selection = self.possible_agents[engine.current]
+
+    def _write_infos(self, finished: list[list[int]], offender: str | None = None) -> None:
+        """Every agent's info for the latest step: the fixed schema of `INFO_KEYS`.
+
+        `finished` holds the rounds that ended on the step (the last one is reported);
+        `offender` is the agent whose illegal action was just penalised, if any. Each step gets
+        new dicts, so an info a caller kept is never changed behind its back.
+        """
+        infos = self.infos
+        if not finished and offender is None:
+            # Most steps end no round: their infos are copies of the ones kept since the last
+            # round end, cheaper than building n seven-key dicts in a ~13 µs step.
+            for agent, quiet in self._quiet_infos.items():
+                infos[agent] = quiet.copy()
+            return
+        if finished:
+            self._set_quiet_infos()
+        points = finished[-1] if finished else None
+        for seat, agent in enumerate(self.possible_agents):
+            info = infos[agent] = self._quiet_infos[agent].copy()
+            if points is not None:
+                info["round_over"], info["round_points"] = True, points[seat]
+            info["illegal_action"] = agent == offender
+
+    def _set_quiet_infos(self) -> None:
+        """The infos of a step that ends no round, for the engine's scores (they change only at
+        round ends, R12) and result."""
+        engine = self.engine
+        over = engine.game_over
+        winners = engine.winners if over else ()
+        share = 1.0 / len(winners) if winners else 0.0  # ties split the win (R13)
+        totals = engine.totals()
+        self._quiet_infos = {
+            agent: {
+                "round": engine.round,
+                "round_over": False,
+                "round_points": 0,
+                "game_total": totals[seat],
+                "game_over": over,
+                "win": share if seat in winners else 0.0,
+                "illegal_action": False,
+            }
+            for seat, agent in enumerate(self.possible_agents)
+        }
+
+    def winners(self) -> list[str]:
+        """The agents who won the game (R13; several on a shared win); [] while it runs. Kept out
+        of the infos, which hold numbers only."""
+        engine = self.engine
+        return [self.possible_agents[s] for s in engine.winners] if engine.game_over else []
 
     def _begin_game(self, num_steps: int) -> None:
         """Fresh AEC bookkeeping for the engine's current game (after reset or restore)."""
@@ -167,7 +243,8 @@ class raw_env(AECEnv):
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self.infos = {agent: {} for agent in self.agents}
+        self.infos = {agent: {} for agent in self.agents}  # filled by _write_infos
+        self._set_quiet_infos()
         self.num_steps = num_steps
 
     def state(self) -> np.ndarray:
@@ -239,4 +316,4 @@ class raw_env(AECEnv):
         return {agent: float(value) for agent, value in rewards.items()}
 
 
-__all__ = ["env", "raw_env", "IllegalActionError"]
+__all__ = ["INFO_KEYS", "env", "raw_env", "IllegalActionError"]

@@ -2,7 +2,7 @@
 
     import gymnasium as gym
     import cf_env  # registers the id (cf_env/__init__.py)
-    env = gym.make("cf_env/ChickenFoot-v0", opponents=["greedy"], episode="round")
+    env = gym.make("cf_env/ChickenFoot-v1", opponents=["greedy"], episode="round")
     obs, info = env.reset(seed=0)
     action = int(np.flatnonzero(env.unwrapped.action_masks())[0])
 
@@ -12,6 +12,32 @@
 | Action | `Discrete(2T + 2)`, the codec of `cf_env.actions`; `action_masks()` gives the legal ones |
 | Reward | the learner's own reward (`cf_env.rewards`) summed over everything since its last decision |
 | Episode | `"round"`: one round (R4) — the game carries on into the next episode's round; `"game"`: a whole game |
+| Info | the fixed schema `INFO_KEYS` (below): the same keys and types at reset and at every step |
+| Terminal mask | exactly one action, PASS (`2T+1`, `env.terminal_action`), a placeholder that is never played |
+
+Infos (`cf_env/ChickenFoot-v1`; v0's are in `cf_env.chicken_foot_v0`) hold numbers only, so that
+vector envs stack them into arrays and libraries that build a spec from reset's info (TorchRL)
+keep working:
+
+| key | type | value |
+|---|---|---|
+| `learner_seat` | int | the learner's seat in this game |
+| `round` | int | `engine.round`: the round being played (after the game's end, the last one) |
+| `round_over` | bool | a round ended during this step (the learner's move or the opponents' after it); False at reset |
+| `round_points` | int | the learner's points in that round (pips left in hand, R12); 0 if no round ended |
+| `game_total` | int | the learner's game total so far (the sum of its round points) |
+| `game_over` | bool | the game is over (R13) |
+| `win` | float | on the step that ends the episode, the learner's share of its win (ties split): of the round (lowest points) for `episode="round"`, of the game (R13) for `"game"`; else 0.0 |
+| `illegal_action` | bool | the action was illegal and penalised (`illegal_action="penalize"`); the episode ends |
+| `action_mask` | bool array `(2T+2,)` | `action_masks()` after this step (a copy) |
+
+Never an empty mask: when no episode is running (a terminal observation, before the first
+reset, after an opponent failed) `action_masks()` and `info["action_mask"]` hold exactly one
+True, at PASS, the terminal placeholder. A masked categorical over an empty set is NaN, the crash
+the classic PPO loops hit at Gymnasium's next-step autoreset: a vector env returns the terminal
+observation with its mask, the policy samples from it, and on the next `step` the vector env
+resets that sub-env instead of stepping it, so the placeholder is never sent to the engine. A
+plain env stepped after `terminated=True` raises `IllegalActionError`, with the placeholder too.
 
 The learner's seat and the opponents' policies are drawn at the start of every game from the env's
 own RNG (seeded by `reset(seed=...)`), so seat effects average out and runs are reproducible.
@@ -39,13 +65,13 @@ path), a numpy integer scalar or a 0-d integer array; anything else (a float, a 
 None, an array) is malformed. `config.illegal_action` decides what an illegal or malformed action
 does, as in the AEC env: `"raise"` (the class's default) raises `IllegalActionError` and changes
 nothing; `"penalize"` changes no game state either but ends the episode with reward -1 and
-`info["illegal_action"] = True` (the game is abandoned; the next `reset()` deals a new one).
+`info["illegal_action"]` True (the game is abandoned; the next `reset()` deals a new one).
 `gymnasium.make(ENV_ID)` defaults to `"penalize"` (`make_env`), so that generic tools that step
 unmasked random actions (Gymnasium's and SB3's `check_env`, plain PPO) work on the registered id.
 
 A step when no episode is running (before the first `reset()`, after `terminated=True`, or after
 an opponent's policy failed mid-step) raises `IllegalActionError` saying so, in every
-`illegal_action` mode, and `action_masks()` is then all False.
+`illegal_action` mode, and `action_masks()` is then the terminal placeholder (PASS only).
 
 Rendering: `render_mode="ansi"` (text) or `"rgb_array"` (the table picture of
 `cf_env.render_image`, an H×W×3 uint8 array of a size fixed by the config, as video recorders
@@ -87,8 +113,22 @@ from .observation import OBSERVATION_VERSION, Encoder, SeatView
 from .policies import Policy, legal_fast_path, load_policy
 from .rewards import game_rewards, round_rewards
 
-ENV_ID = "cf_env/ChickenFoot-v0"
+ENV_ID = "cf_env/ChickenFoot-v1"
 EPISODES = ("round", "game")
+
+# The info schema (module docstring): every info has exactly these keys, at reset and at every
+# step, with these types (`action_mask`: a bool array of shape (2T+2,)).
+INFO_KEYS: dict[str, type] = {
+    "learner_seat": int,
+    "round": int,
+    "round_over": bool,
+    "round_points": int,
+    "game_total": int,
+    "game_over": bool,
+    "win": float,
+    "illegal_action": bool,
+    "action_mask": np.ndarray,
+}
 
 # Why `step` cannot run now (`ChickenFootSingleAgentEnv._halted`); None while an episode runs.
 _NOT_STARTED = "no episode is running; call reset() first"
@@ -210,10 +250,13 @@ class ChickenFootSingleAgentEnv(gym.Env):
         layout = self.encoder.layout
         self.observation_space = spaces.Box(0.0, layout.high, (layout.size,), np.float32)
         self.action_space = spaces.Discrete(config.num_actions)
+        # The one legal action of the mask while no episode runs (module docstring): PASS, an
+        # existing id, so the action space and codec stay as they are.
+        self.terminal_action = config.pass_action
         self._rng = np.random.default_rng()
         self._need_new_game = True
         self._halted: str | None = _NOT_STARTED  # why step() cannot run now; None: it can
-        self._last_round: list[int] = []
+        self._step_round: list[int] | None = None  # the last round that ended in this step
         self.learner = 0
         self.seat_policies: list[Policy | None] = []
         # Per seat: the policy's mask-only fast path (on the legal bitset) or None (observations).
@@ -237,7 +280,8 @@ class ChickenFootSingleAgentEnv(gym.Env):
             _, ended = self._advance()
             if not ended:
                 self._halted = None
-                return self._observe(), self._info()
+                self._step_round = None  # rounds that ended in here are no part of the episode
+                return self._observe(), self._info(ended=False)
 
     def step(self, action):
         if self._halted is not None:  # raises in every illegal_action mode
@@ -246,6 +290,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
             # A numpy integer scalar (what SB3's vector envs pass) is an int by the rules; made one
             # here it takes the engine's fast path instead of its slower general check.
             action = int(action)
+        self._step_round = None
         try:
             # The engine checks the action (a plain legal int is its fast path): an illegal or
             # malformed one raises IllegalActionError and changes nothing.
@@ -257,25 +302,25 @@ class ChickenFootSingleAgentEnv(gym.Env):
             # episode ends and the game is abandoned.
             self._need_new_game = True
             self._halted = _FINISHED
-            info = {**self._info(), "illegal_action": True}
-            return self._observe(), -1.0, True, False, info
+            return self._observe(), -1.0, True, False, self._info(ended=False, illegal=True)
         if not ended:
             self._halted = _INTERRUPTED  # stays if an opponent's policy raises in there
             more, ended = self._advance()
             reward += more
         self._halted = _FINISHED if ended else None
-        info = self._info()
-        if ended:
-            info.update(self._result())
-        return self._observe(), float(reward), ended, False, info
+        return self._observe(), float(reward), ended, False, self._info(ended)
 
     def action_masks(self) -> np.ndarray:
-        """The learner's legal actions now (bool); all False while no episode is running (before
-        the first reset, after the episode has ended)."""
+        """The learner's legal actions now (bool, a new array); never empty: while no episode is
+        running (before the first reset, after the episode has ended) only `terminal_action`."""
         mask = np.zeros(self.config.num_actions, dtype=bool)
         if self._halted is None:
             for action in self.engine.legal_actions():  # a handful: cheaper than fancy indexing
                 mask[action] = True
+        else:
+            # A placeholder that step() refuses and vector envs' autoreset never sends: a policy
+            # sampling from an all-False mask gets NaN probabilities.
+            mask[self.terminal_action] = True
         return mask
 
     def render(self):
@@ -377,7 +422,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         whether the episode ended."""
         cfg, seat = self.config, self.learner
         reward = sum(round_rewards(cfg, points)[seat] for points in finished)
-        self._last_round = finished[-1]
+        self._step_round = finished[-1]
         if self.engine.game_over:
             reward += game_rewards(cfg, self.engine.winners)[seat]
             return float(reward), True
@@ -386,24 +431,32 @@ class ChickenFootSingleAgentEnv(gym.Env):
     def _observe(self) -> np.ndarray:
         return self._views[self.learner].observe(self.engine, self.learner)
 
-    def _info(self) -> dict:
-        return {"learner_seat": self.learner, "round": self.engine.round}
+    def _info(self, ended: bool, illegal: bool = False) -> dict:
+        """The step's info: the fixed schema of `INFO_KEYS` (plain Python numbers and the mask).
+        `ended`: the episode ended by the rules on this step; `illegal`: it was penalised."""
+        engine, seat, points = self.engine, self.learner, self._step_round
+        return {
+            "learner_seat": seat,
+            "round": engine.round,
+            "round_over": points is not None,
+            "round_points": points[seat] if points is not None else 0,
+            "game_total": sum(engine.scores[seat]),
+            "game_over": engine.game_over,
+            "win": self._win_share() if ended else 0.0,
+            "illegal_action": illegal,
+            "action_mask": self.action_masks(),
+        }
 
-    def _result(self) -> dict:
-        """Episode summary: the learner's points and its share of the win (ties split, R13)."""
+    def _win_share(self) -> float:
+        """The learner's share of the episode's win (ties split): of the round that ended the
+        episode (lowest points) or of the game (R13)."""
         if self.episode == "round":
-            points = self._last_round
+            points = self._step_round
             low = min(points)
             winners = [s for s, p in enumerate(points) if p == low]
-            return {
-                "round_points": points[self.learner],
-                "win": (1.0 / len(winners)) if self.learner in winners else 0.0,
-            }
-        winners = self.engine.winners
-        return {
-            "game_total": self.engine.totals()[self.learner],
-            "win": (1.0 / len(winners)) if self.learner in winners else 0.0,
-        }
+        else:
+            winners = self.engine.winners
+        return (1.0 / len(winners)) if self.learner in winners else 0.0
 
 
 # What `gymnasium.make(ENV_ID)` changes from the class's defaults (see `make_env`).
@@ -415,9 +468,15 @@ def make_env(config: ChickenFootConfig | dict | None = None, **kwargs) -> Chicke
     default to `"penalize"`, because generic Gymnasium tools (`check_env`, SB3's checker, plain
     PPO) step unmasked random actions. An explicit `illegal_action` (a keyword, a key of a
     `config` dict) or a `ChickenFootConfig` object is taken as given."""
+    config, kwargs = with_make_defaults(config, kwargs)
+    return ChickenFootSingleAgentEnv(config, **kwargs)
+
+
+def with_make_defaults(config, kwargs: dict) -> tuple:
+    """`(config, kwargs)` with `GYM_MAKE_DEFAULTS` filled in where the caller left them out (the
+    rule of `make_env`, shared with the deprecated v0 entry point)."""
     if config is None:
         kwargs = {**GYM_MAKE_DEFAULTS, **kwargs}
     elif isinstance(config, dict):
         config = {**GYM_MAKE_DEFAULTS, **config}
-    return ChickenFootSingleAgentEnv(config, **kwargs)
-
+    return config, kwargs

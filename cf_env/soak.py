@@ -22,10 +22,12 @@ search variants, games to a target score, double-blank value, tie-break, reward 
 * after the game, every action raises `IllegalActionError`;
 * now and then: an illegal or malformed action raises and changes nothing; snapshot -> JSON ->
   restore reproduces the snapshot and continues identically (masks, points, layout, deals);
-  a game is played through the AEC env (agent selection, masks, observation space, rewards);
+  a game is played through the AEC env (agent selection, masks, observation space, rewards,
+  infos with reset's keys and types);
   a game is played through the single-agent gymnasium env twice from the same `reset(seed)`,
   the second time on the used env: the same observations, masks and rewards for the same
-  actions; stepping it after `terminated` raises and changes nothing.
+  actions; every info has reset's keys and types; after `terminated` the mask is the terminal
+  placeholder alone, and stepping raises and changes nothing.
 
 Any exception or broken invariant is a fault: it is recorded with the config and seeds that
 reproduce it, the soak moves on to the next game, and the exit status is 1.
@@ -356,8 +358,14 @@ def play_env_game(cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: St
     raw, engine = env.unwrapped, env.unwrapped.engine
     policy = np.random.default_rng(policy_seed)
     returns = dict.fromkeys(env.possible_agents, 0.0)
+    schema = {key: type(value) for key, value in raw.infos[env.possible_agents[0]].items()}
     for agent in env.agent_iter():
-        obs, reward, term, trunc, _ = env.last()
+        obs, reward, term, trunc, info = env.last()
+        check(
+            {key: type(value) for key, value in info.items()} == schema,
+            "env_info_schema",
+            lambda: f"{agent}: {info} vs {schema}",  # noqa: B023 (called at once)
+        )
         returns[agent] += reward
         check(raw.observation_space(agent).contains(obs), "observation_space")
         if term or trunc:
@@ -404,6 +412,9 @@ def play_single_agent_game(
         policy = np.random.default_rng(policy_seed)
         obs, info = env.reset(seed=seed)
         trace: list = [obs.tobytes(), info["learner_seat"]]
+        schema = {key: type(value) for key, value in info.items()}  # every info has reset's
+        placeholder = np.zeros(cfg.num_actions, dtype=bool)  # the mask while no episode runs
+        placeholder[env.terminal_action] = True
         while True:
             check(engine.current == env.learner, "single_agent_turn")
             mask = env.action_masks()
@@ -416,8 +427,17 @@ def play_single_agent_game(
             stats.steps += 1
             check(env.observation_space.contains(obs), "single_agent_observation_space")
             trace += [mask.tobytes(), obs.tobytes(), reward, terminated, truncated]
+            check(
+                {key: type(value) for key, value in info.items()} == schema,
+                "single_agent_info_schema",
+                lambda: f"{sorted(info)} vs {sorted(schema)}",  # noqa: B023 (called at once)
+            )
             if terminated:
-                check(not env.action_masks().any(), "single_agent_mask_after_episode")
+                check(
+                    np.array_equal(env.action_masks(), placeholder),
+                    "single_agent_mask_after_episode",
+                    "the mask after an episode is the terminal placeholder alone",
+                )
                 played = len(engine.history)  # the whole game's actions: any step adds one
                 try:
                     env.step(int(legal[0]))

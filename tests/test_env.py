@@ -11,7 +11,7 @@ import pytest
 from pettingzoo.test import api_test, render_test, seed_test
 
 import cf_env
-from cf_env import ChickenFootConfig, IllegalActionError, chicken_foot_v0
+from cf_env import ChickenFootConfig, IllegalActionError, chicken_foot_v1
 
 CONFIGS = [
     {},
@@ -57,11 +57,13 @@ def test_pettingzoo_render_test(config):
 
 
 def test_entry_points_and_registry():
-    assert isinstance(chicken_foot_v0.env(), pettingzoo.AECEnv)
-    made = pettingzoo.make("aec", "cf_env/chicken_foot-v0", num_players=3)
+    # v0 (deprecated, its old infos) is tested in tests/test_info_schema.py.
+    assert isinstance(chicken_foot_v1.env(), pettingzoo.AECEnv)
+    assert chicken_foot_v1.raw_env is cf_env.raw_env
+    made = pettingzoo.make("aec", "cf_env/chicken_foot-v1", num_players=3)
     assert made.unwrapped.config.num_players == 3
     raw = cf_env.raw_env()
-    assert raw.metadata["name"] == "chicken_foot_v0"
+    assert raw.metadata["name"] == "chicken_foot_v1"
     assert raw.metadata["is_parallelizable"] is False
     assert raw.possible_agents == ["player_0", "player_1", "player_2", "player_3"]
 
