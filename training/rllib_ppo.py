@@ -404,10 +404,12 @@ class ChickenFootCallbacks(RLlibCallback):
             return
         learners = env_runner.config.env_config.get("learner_agents", [])
         infos = episode.get_infos(-1)
-        winners = next((i["winners"] for i in infos.values() if "winners" in i), None)
+        # The env's infos (chicken_foot_v1's schema): `game_over`, and each agent's `win`, its
+        # share of the game's win (R13, ties split). A truncated game has no result.
+        over = any(info.get("game_over") for info in infos.values())
         # In self-play every seat learns and the rate is 1/n by construction: not logged.
-        if winners and learners and len(learners) < len(infos):
-            share = [1.0 / len(winners) if a in winners else 0.0 for a in learners]
+        if over and learners and len(learners) < len(infos):
+            share = [float(infos[a]["win"]) if a in infos else 0.0 for a in learners]
             metrics_logger.log_value("learner_win_rate", float(np.mean(share)), window=200)
 
 
