@@ -10,7 +10,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU build of torch first: any other torch request pulls a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	# The TorchRL and Tianshou extras: their examples are tested (tests/test_examples.py).
+	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou]'
 	touch $@
 
 run: $(VENV)/.installed
@@ -29,10 +30,10 @@ $(RLLIB_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-rllib: $(RLLIB_VENV)/.installed
-	$(RLLIB_VENV)/bin/python -m pytest -q tests/test_rllib.py tests/test_readme.py -k "rllib"
+	$(RLLIB_VENV)/bin/python -m pytest -q tests/test_rllib.py tests/test_readme.py tests/test_examples.py -k "rllib"
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check cf_env training tests
+	$(VENV)/bin/ruff check cf_env training tests examples
 
 clean:
 	rm -rf $(VENV) $(RLLIB_VENV)
