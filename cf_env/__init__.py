@@ -5,10 +5,12 @@
     env.reset(seed=0)
 
 Modules: `config` (rules and variants), `tiles` and `actions` (the id contracts), `engine` (the
-only code that changes game state), `observation`, `rewards`, `env` (AEC adapter),
-`single_agent` (the gymnasium learner's view), `policies` and `bots` (the policy protocol and
-baselines), `render` and `render_image` (text and pictures), `record`, `replay` and `play`
-(game records, replays, a terminal game against any policies), `bench` and `soak`.
+only code that changes game state), `observation`, `rewards`, `env` (AEC adapter;
+`chicken_foot_v1` its versioned entry point, `chicken_foot_v0` the deprecated first version,
+imported only when used), `single_agent` (the gymnasium learner's view), `policies` and `bots`
+(the policy protocol and baselines), `render` and `render_image` (text and pictures), `record`,
+`replay` and `play` (game records, replays, a terminal game against any policies), `bench` and
+`soak`.
 """
 
 from . import chicken_foot_v1
