@@ -5,7 +5,10 @@
   draws or passes only when forced.
 * `heuristic` — a hand-written strategy (see `HeuristicPolicy` for its rules) that reads only the
   player's own observation, decoded piece by piece with `ObservationDecoder`.
-* `ismcts:<iterations>` — determinized information-set MCTS (`cf_env.ismcts`).
+* `ismcts:<iterations>` / `ismcts:ms=<milliseconds>` — determinized information-set MCTS
+  (`cf_env.ismcts`).
+* `guided:<checkpoint>[:<iterations> | :ms=<milliseconds>]` — the same search guided by a
+  checkpoint's policy (a PUCT prior at the root; `cf_env.ismcts`).
 
 Bots never look at the engine: everything they know comes from the observation vector, decoded
 through `Encoder(config).layout.slices`, and the action mask.
@@ -245,7 +248,14 @@ def _ismcts_factory(config: ChickenFootConfig, seed: int | None = None, arg: str
     return ISMCTSPolicy.from_spec(config, seed, arg)
 
 
+def _guided_factory(config: ChickenFootConfig, seed: int | None = None, arg: str = ""):
+    from .ismcts import guided_from_spec  # lazily, as above
+
+    return guided_from_spec(config, seed, arg)
+
+
 register_policy("random", RandomPolicy)
 register_policy("greedy", GreedyPolicy)
 register_policy("heuristic", HeuristicPolicy)
 register_policy("ismcts", _ismcts_factory)
+register_policy("guided", _guided_factory)

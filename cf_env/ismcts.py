@@ -1,49 +1,84 @@
-"""Determinized information-set Monte-Carlo tree search (`ismcts:<iterations>`).
+"""Determinized information-set Monte-Carlo tree search: `ismcts:<budget>`, `guided:<ckpt>:<budget>`.
 
 Single-observer ISMCTS (Cowling, Powley & Whitehouse 2012): one tree over the acting player's
 information set, keyed by action sequences; every iteration samples a fresh **determinization**
 (a full deal consistent with what the player has seen) and plays it down the tree.
 
 Only the acting player's observation is used (decoded with `ObservationDecoder`; no engine is
-peeked at). A determinization deals the unseen tiles (not in my hand, not on the table) to the
-opponents, in their known hand sizes, and to the boneyard, in a random order. An opponent known
-to lack a value (it drew or passed on it, R8) is dealt no tile carrying it when the remaining
-tiles allow (the engine's void record can be stale after a kept drawn tile, so the constraint is
-soft). The deal is built into an `Engine` through the public `restore()` of a snapshot without
-"arms" (open ends suffice for the rules). Seats are egocentric there: I am seat 0, the opponents
-1.. n-1 clockwise; no rule within a round depends on absolute seats.
+peeked at). Seats are egocentric in the search: I am seat 0, the opponents 1..n-1 clockwise; no
+rule within a round depends on absolute seats.
+
+**Determinizations without a snapshot per iteration.** Once per decision the observation is
+turned into a root engine through the public `restore()` (every rules invariant checked once).
+Each iteration then resets a work engine to it with `Engine.copy_from` and deals the hidden
+tiles with `Engine.redeal`, in place. The deal comes from `cf_env.deals.DealSampler`: exactly
+uniform over the deals consistent with the hand sizes, the tiles seen and the opponents' voids
+(R8), tabulated once per decision. The search engine plays with `skip_forced` (forced draws and
+passes are not decisions) and, in games of a fixed number of rounds, with the current round as
+the last one, so that a round's end ends its game: no next round is dealt in a rollout.
 
 Scores: the observation has each seat's total, not its per-round history, and a snapshot must
-list exactly `round` finished rounds per seat; the determinization puts each total in the first
-finished round and zeros after. Search never looks at them: it stops at the end of the current
-round and scores it by the round's points (R12), so the fake history cannot change a decision.
+list exactly `round` finished rounds per seat; the root puts each total in the first finished
+round and zeros after. Search never looks at them: it stops at the end of the current round and
+scores it by the round's points (R12), so the fake history cannot change a decision.
 
-Per iteration: selection by UCB1 with availability counts (an action's statistics are compared
-only over the iterations in which it was legal), expansion of one untried action, a rollout to
-the end of the round with a greedy rule (heaviest playable tile, a double counting
-`ROLLOUT_DOUBLE_BONUS` extra), and back-propagation of each seat's zero-sum round reward
-((mean of the others' points − own points) / points_scale) to the nodes where that seat chose.
-The move played is the root action with the most visits. Exploration 0.25 suits rewards of that
-scale (a 20-point swing is 0.22); 0.7 and 0.1 were weaker against `heuristic`.
+**Plain search** (`ismcts:<budget>`): selection by UCB1 with availability counts (an action's
+statistics are compared only over the iterations in which it was legal), expansion of one
+untried action, a rollout to the end of the round with a greedy rule (heaviest playable tile, a
+double counting `ROLLOUT_DOUBLE_BONUS` extra) on the engine's legal bitsets (`Engine.advance`
+with a chooser per seat; no observation is built), and back-propagation of each seat's zero-sum
+round reward ((mean of the others' points − own points) / points_scale) to the nodes where that
+seat chose. The move played is the root action with the most visits. Exploration 0.25 suits
+rewards of that scale (a 20-point swing is 0.22); 0.7 and 0.1 were weaker against `heuristic`.
+
+**Guided search** (`guided:<checkpoint>:<budget>`): the checkpoint's actor (numpy weights, read
+through the `ppo:` loader) gives the root a PUCT prior, computed once per decision from the real
+observation, which is exactly the acting player's information set:
+score(a) = Q(a) + `PUCT_C` · P(a) · sqrt(N) / (1 + n(a)), unvisited actions valued 0 (the mean
+zero-sum reward). Below the root the search is the plain one; rollouts stay greedy. Why this
+scheme (measured, 4 players double-9, README "Policies"): a network call costs about 30 µs with
+its observation, a plain iteration about as much as four of them, so a prior at every new node
+or network rollouts cut the iterations by 1.5× to 10× at equal time, and in small head-to-head
+runs neither bought that back; the checkpoints are actor-only, so there is no value head for
+leaves or truncated rollouts.
+
+Budgets: an iteration count, or `ms=<milliseconds>` of this process's CPU time per decision (on
+an idle core the same as wall time; a loaded machine slows the clock, not the thinking). An
+iteration count is reproducible from the seed; a time budget is not (the count it reaches
+depends on the machine).
+
+    python -m cf_env.ismcts --bench       # µs per iteration by set size, before and after
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
+import time
 from collections.abc import Mapping
 
 import numpy as np
 
+from .actions import actions_in
 from .bots import ObservationDecoder, ObservedState
 from .config import ChickenFootConfig
+from .deals import DealSampler, Uniforms
 from .engine import Engine
+from .observation import Encoder
 from .tiles import tile_tables
 
 DEFAULT_ITERATIONS = 200
+# Spec forms, for error messages.
+ISMCTS_FORMS = "ismcts, ismcts:<iterations> or ismcts:ms=<milliseconds> (e.g. ismcts:200, ismcts:ms=100)"
+GUIDED_FORMS = (
+    "guided:<checkpoint>, guided:<checkpoint>:<iterations> or guided:<checkpoint>:ms=<milliseconds> "
+    "(e.g. guided:checkpoints/selfplay-4p-d9:200)"
+)
 
 
 class _Node:
-    __slots__ = ("player", "children", "visits", "total", "avail")
+    __slots__ = ("player", "children", "visits", "total", "avail", "tried", "prior")
 
     def __init__(self, player: int):
         self.player = player  # the seat whose action led here
@@ -51,14 +86,100 @@ class _Node:
         self.visits = 0
         self.total = 0.0
         self.avail = 1
+        self.tried = 0  # bitset of the actions with a child
+        self.prior: list[float] | None = None  # per action id (guided root only)
+
+
+def parse_budget(text: str, spec: str, forms: str) -> tuple[int | None, float | None]:
+    """(iterations, ms) from '<iterations>' or 'ms=<milliseconds>'; ValueError naming `spec`."""
+    if text.startswith("ms="):
+        try:
+            ms = float(text[3:])
+        except ValueError:
+            ms = -1.0
+        if not (ms > 0 and math.isfinite(ms)):
+            raise ValueError(f"policy spec {spec!r}: ms must be a positive number of milliseconds; "
+                             f"valid forms: {forms}")
+        return None, ms
+    try:
+        iterations = int(text)
+    except ValueError:
+        iterations = -1
+    if iterations < 1:
+        raise ValueError(f"policy spec {spec!r}: iterations must be a positive int; "
+                         f"valid forms: {forms}")
+    return iterations, None
+
+
+def split_guided(arg: str) -> tuple[str, str]:
+    """('<checkpoint>', '<budget>' or '') from the argument of a `guided:` spec. The budget is
+    the last ':'-separated part when it looks like one (digits, or ms=…), so checkpoint paths may
+    hold ':' themselves."""
+    path, sep, tail = arg.rpartition(":")
+    if sep and path and (tail.isdigit() or tail.startswith("ms=") or tail.lstrip("-").isdigit()):
+        return path, tail
+    return arg, ""
+
+
+class NetworkGuide:
+    """A checkpoint's actor as search guidance: masked softmax priors from observations.
+
+    Built from a loaded `ppo:` policy (`training.checkpoints.NumpyPolicy`: its `weights`,
+    `activation` and `adapt`), so this module never imports `training`. The observation adapter
+    (zero-padding of the round piece when the env plays fewer rounds than the checkpoint) is
+    linear, so it is folded into the first layer once; the forward pass then takes a batch of
+    rows in one matrix product per layer."""
+
+    def __init__(self, policy, config: ChickenFootConfig, label: str = ""):
+        weights = [(np.asarray(W, np.float32), np.asarray(b, np.float32)) for W, b in policy.weights]
+        adapt = getattr(policy, "adapt", None)
+        self.encoder = Encoder(config)
+        size = self.encoder.layout.size
+        if adapt is not None:
+            basis = np.eye(size, dtype=np.float32)
+            lifted = np.stack([adapt(row) for row in basis], axis=1)  # (checkpoint inputs, env)
+            if np.any(adapt(np.zeros(size, np.float32))):
+                raise ValueError(f"{label or 'checkpoint'}: its observation adapter is not linear")
+            weights[0] = (weights[0][0] @ lifted, weights[0][1])
+        if weights[0][0].shape[1] != size:
+            raise ValueError(
+                f"{label or 'checkpoint'}: the network takes {weights[0][0].shape[1]} inputs, the "
+                f"env's observation has {size}"
+            )
+        # Transposed once: rows are observations, x @ W.T.
+        self.layers = [(np.ascontiguousarray(W.T), b) for W, b in weights]
+        self.activation = policy.activation
+        self.label = label
+
+    def logits(self, rows: np.ndarray) -> np.ndarray:
+        x = rows
+        for W, b in self.layers[:-1]:
+            x = self.activation(x @ W + b)
+        W, b = self.layers[-1]
+        return x @ W + b
+
+    def prior(self, vector: np.ndarray, legal: list[int]) -> list[float]:
+        """P(a) over the legal actions (softmax of their logits), as a list over action ids."""
+        z = self.logits(vector[None, :])[0]
+        legal_logits = z[legal].astype(np.float64)
+        p = np.exp(legal_logits - legal_logits.max())
+        p /= p.sum()
+        out = [0.0] * z.size
+        for a, pa in zip(legal, p.tolist()):
+            out[a] = pa
+        return out
 
 
 class ISMCTSPolicy:
-    """`ismcts:<iterations>`: information-set MCTS with `iterations` determinizations per move."""
+    """`ismcts:<budget>`: information-set MCTS; with `guide`, the guided search (`guided:`).
+
+    `iterations` determinizations per decision, or `ms` milliseconds of CPU time (then
+    `iterations` is ignored)."""
 
     # Rollouts value a double 8 points above its pips, as the heuristic bot does (W_DOUBLE):
     # doubles attach one way only and are worth shedding early.
     ROLLOUT_DOUBLE_BONUS = 8.0
+    PUCT_C = 1.0
 
     def __init__(
         self,
@@ -66,41 +187,51 @@ class ISMCTSPolicy:
         seed: int | None = None,
         iterations: int = DEFAULT_ITERATIONS,
         exploration: float = 0.25,
+        ms: float | None = None,
+        guide: NetworkGuide | None = None,
+        puct: float | None = None,
     ):
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise ValueError(f"ismcts iterations must be a positive int; got {iterations!r}")
+        if ms is not None and not (ms > 0 and math.isfinite(ms)):
+            raise ValueError(f"ismcts ms must be a positive number of milliseconds; got {ms!r}")
         self.config = config
         self.iterations = iterations
+        self.ms = ms
         self.exploration = exploration
+        self.guide = guide
+        self.puct = self.PUCT_C if puct is None else puct
         self.rng = np.random.default_rng(seed)
+        self.uniform = Uniforms(self.rng)
         self.decoder = ObservationDecoder(config)
         self.tables = tile_tables(config.max_pips)
-        # Forced moves are taken by the search engine itself: they are not decisions.
-        self.search_config = config.replace(skip_forced=True, illegal_action="raise")
-        self.engine = Engine(self.search_config, seed=0)
+        self.n = config.num_players
+        # Per round: (search config, root engine, work engine). See the module docstring.
+        self._engines: dict[int, tuple[ChickenFootConfig, Engine, Engine]] = {}
         self._rng_state = np.random.default_rng(0).bit_generator.state
+        self.last_iterations = 0  # how many the last decision ran (time budgets vary)
+        # Greedy rollout: the actions grouped into bitsets by value, best first.
         points = self.tables.points(config.double_blank_value)
-        self.action_points = [float(points[a // 2]) for a in range(2 * config.num_tiles)]
-        self.action_points += [-1.0, -1.0]  # DRAW, PASS: only when forced
+        value = {2 * t + side: float(points[t]) for t in range(config.num_tiles) for side in (0, 1)}
         for t in self.tables.double_id:
-            self.action_points[2 * int(t)] += self.ROLLOUT_DOUBLE_BONUS
-        self.has_value = np.zeros((config.num_tiles, config.max_pips + 1), dtype=bool)
-        for t, (lo, hi) in enumerate(self.tables.pairs):
-            self.has_value[t, [lo, hi]] = True
+            value[2 * int(t)] += self.ROLLOUT_DOUBLE_BONUS
+        value[config.draw_action] = value[config.pass_action] = -1.0  # only when forced
+        groups: dict[float, int] = {}
+        for action, v in value.items():
+            groups[v] = groups.get(v, 0) | 1 << action
+        self._groups = [groups[v] for v in sorted(groups, reverse=True)]
+        # _reach[i]: the actions of groups 0..i, so the best group the legal set meets is found
+        # by bisection (5 steps instead of a scan over some 25 groups).
+        self._reach = list(itertools.accumulate(self._groups, operator.or_))
+        self._choosers = [self._greedy] * self.n
 
     @classmethod
     def from_spec(cls, config: ChickenFootConfig, seed: int | None, arg: str) -> ISMCTSPolicy:
-        """Build from the `<iterations>` part of an `ismcts:<iterations>` spec ('' = default)."""
+        """Build from the `<budget>` part of an `ismcts:<budget>` spec ('' = default)."""
         if not arg:
             return cls(config, seed)
-        try:
-            iterations = int(arg)
-        except ValueError:
-            iterations = -1
-        if iterations < 1:
-            raise ValueError(f"policy spec 'ismcts:{arg}': iterations must be a positive int, "
-                             "e.g. ismcts:200")
-        return cls(config, seed, iterations=iterations)
+        iterations, ms = parse_budget(arg, f"ismcts:{arg}", ISMCTS_FORMS)
+        return cls(config, seed, iterations=iterations or DEFAULT_ITERATIONS, ms=ms)
 
     # ------------------------------------------------------------------ acting
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
@@ -108,10 +239,28 @@ class ISMCTSPolicy:
         if legal.size == 1:
             return int(legal[0])
         state = self.decoder.decode(observation["observation"])
+        sampler = DealSampler.from_state(state, self.tables, self.rng)
+        root_engine, work = self._root_engine(state, sampler)
+        hand = np.flatnonzero(state.hand).tolist()
         root = _Node(player=-1)
-        for _ in range(self.iterations):
-            self._iterate(root, self.determinize(state))
-        legal_set = {int(a) for a in legal}
+        if self.guide is not None:
+            root.prior = self.guide.prior(
+                np.asarray(observation["observation"], np.float32), legal.tolist()
+            )
+        if self.ms is None:
+            for _ in range(self.iterations):
+                self._iterate(root, self._determinize(root_engine, work, sampler, hand))
+            self.last_iterations = self.iterations
+        else:
+            deadline = time.process_time() + self.ms / 1000.0
+            done = 0
+            while True:
+                self._iterate(root, self._determinize(root_engine, work, sampler, hand))
+                done += 1
+                if time.process_time() >= deadline:
+                    break
+            self.last_iterations = done
+        legal_set = set(legal.tolist())
         stats = [(child.visits, child.total / max(child.visits, 1), a)
                  for a, child in root.children.items() if a in legal_set]
         if not stats:
@@ -122,53 +271,63 @@ class ISMCTSPolicy:
 
     # ------------------------------------------------------------------ determinization
     def sample_hidden(self, state: ObservedState) -> tuple[list[list[int]], list[int]]:
-        """Opponents' hands (egocentric seats 1..n-1) and the boneyard in draw order, sampled
-        from the unseen tiles: sizes as observed, known voids respected when possible."""
-        unseen = np.flatnonzero(~(state.hand | state.table))
-        self.rng.shuffle(unseen)
-        sizes = [int(k) for k in state.hand_sizes[1:]]
-        if sum(sizes) + state.boneyard != unseen.size:
-            raise ValueError(
-                f"inconsistent observation: {unseen.size} unseen tiles but opponents hold "
-                f"{sizes} and the boneyard {state.boneyard}"
-            )
-        allowed = [~self.has_value[unseen][:, state.voids[k]].any(axis=1) for k in range(len(sizes))]
-        taken = np.zeros(unseen.size, dtype=bool)
-        hands: list[list[int]] = [[] for _ in sizes]
-        # The most constrained opponent picks first, so soft constraints are rarely broken.
-        for k in sorted(range(len(sizes)), key=lambda k: int(allowed[k].sum())):
-            fits = np.flatnonzero(allowed[k] & ~taken)[: sizes[k]]
-            if fits.size < sizes[k]:
-                extra = np.flatnonzero(~allowed[k] & ~taken)[: sizes[k] - fits.size]
-                fits = np.concatenate([fits, extra])
-            taken[fits] = True
-            hands[k] = unseen[fits].tolist()
-        return hands, unseen[~taken].tolist()
+        """One consistent deal of the unseen tiles (`DealSampler`): the opponents' hands
+        (egocentric seats 1..n-1) and the boneyard in draw order."""
+        return DealSampler.from_state(state, self.tables, self.rng).sample()
 
     def determinize(self, state: ObservedState) -> Engine:
-        """An engine holding one sampled deal consistent with `state`, me to act as seat 0.
+        """An engine holding one sampled deal consistent with `state`, me to act as seat 0 (the
+        search engine; valid until the next call).
 
         Called only with a real choice to make: the search engine takes forced moves itself
         (`skip_forced`), so a position with one legal action would be played on at once.
         """
-        cfg, pairs = self.config, self.tables.pairs
-        opponents, boneyard = self.sample_hidden(state)
-        hands = [np.flatnonzero(state.hand).tolist(), *opponents]
+        sampler = DealSampler.from_state(state, self.tables, self.rng)
+        root_engine, work = self._root_engine(state, sampler)
+        return self._determinize(root_engine, work, sampler, np.flatnonzero(state.hand).tolist())
+
+    def _determinize(self, root: Engine, work: Engine, sampler: DealSampler, hand: list[int]):
+        opponents, boneyard = sampler.sample()
+        work.copy_from(root, rng=False)
+        work.redeal([hand, *opponents], boneyard)
+        return work
+
+    def _search_config(self, rnd: int) -> ChickenFootConfig:
+        changes = {"skip_forced": True, "illegal_action": "raise"}
+        if self.config.target_score is None:
+            changes["num_rounds"] = rnd + 1  # the round's end ends the search game: no new deal
+        return self.config.replace(**changes)
+
+    def _root_engine(self, state: ObservedState, sampler: DealSampler) -> tuple[Engine, Engine]:
+        """The root position (egocentric, one consistent deal) through `restore`, which checks
+        every rules invariant once per decision; and the work engine iterations play on."""
+        if state.round not in self._engines:
+            cfg = self._search_config(state.round)
+            self._engines[state.round] = (cfg, Engine(cfg, seed=0), Engine(cfg, seed=0))
+        cfg, root, work = self._engines[state.round]
+        pairs, n = self.tables.pairs, self.n
+        opponents, boneyard = sampler.sample()
+        hand = np.flatnonzero(state.hand).tolist()
 
         def tiles(ids) -> list[list[int]]:
             return [list(pairs[t]) for t in ids]
 
+        table = np.flatnonzero(state.table).tolist()
+        played = [np.flatnonzero(row).tolist() for row in state.played]
+        others = {t for row in played for t in row}
+        start = int(self.tables.double_id[state.center])
+        mine = [t for t in table if t != start and t not in others]
         totals = [int(t) for t in state.totals]
         snapshot = {
             "max_pips": cfg.max_pips,
-            "num_players": cfg.num_players,
+            "num_players": n,
             "num_rounds": cfg.num_rounds,
             "round": state.round,
             "center": state.center,
             "current": 0,
-            "hands": [tiles(h) for h in hands],
+            "hands": [tiles(hand), *(tiles(h) for h in opponents)],
             "boneyard": tiles(boneyard),
-            "table": tiles(np.flatnonzero(state.table)),
+            "table": tiles(table),
             "open_ends": [v for v, c in enumerate(state.open_counts) for _ in range(int(c))],
             "spinner_arms_empty": state.spinner_empty,
             "foot": None
@@ -179,62 +338,114 @@ class ISMCTSPolicy:
             "scores": [[t] + [0] * (state.round - 1) if state.round else [] for t in totals],
             "game_over": False,
             "winners": [],
-            "config": self.search_config.to_dict(),
+            # What the seats showed (R8) and played: the observations a guide reads from
+            # determinized positions are then the ones the real seats would have had.
+            "voids": [[], *(np.flatnonzero(row).tolist() for row in state.voids)],
+            "played_by": [tiles(mine), *(tiles(row) for row in played)],
+            "config": cfg.to_dict(),
             "rng": self._rng_state,
         }
-        self.engine.restore(snapshot)
-        return self.engine
+        root.restore(snapshot)
+        return root, work
 
     # ------------------------------------------------------------------ search
+    def _greedy(self, legal: int) -> int:
+        """Rollout choice: the most valuable legal action (heaviest tile, doubles preferred),
+        ties broken at random."""
+        reach = self._reach
+        lo, hi = 0, len(reach) - 1
+        while lo < hi:  # the first group whose reach meets the legal set
+            mid = (lo + hi) >> 1
+            if legal & reach[mid]:
+                hi = mid
+            else:
+                lo = mid + 1
+        best = legal & self._groups[lo]
+        if not best & (best - 1):
+            return best.bit_length() - 1
+        tied = actions_in(best)
+        return tied[int(self.uniform() * len(tied))]
+
     def _iterate(self, root: _Node, engine: Engine) -> None:
-        rng, c = self.rng, self.exploration
+        u, c = self.uniform, self.exploration
         node, path, finished = root, [], []
         while not finished:  # selection and expansion
-            legal = engine.legal_actions()
-            untried = [a for a in legal if a not in node.children]
-            for a in legal:
-                child = node.children.get(a)
-                if child is not None:
+            legal = engine.legal_bits()
+            children = node.children
+            for a, child in children.items():
+                if legal >> a & 1:
                     child.avail += 1
-            if untried:
-                action = untried[int(rng.integers(len(untried)))] if len(untried) > 1 else untried[0]
-                child = _Node(engine.current)
-                node.children[action] = child
-                path.append(child)
-                finished = engine.step(action)
-                break
-            best, best_value = -1, -math.inf
-            for a in legal:
-                child = node.children[a]
-                value = child.total / child.visits + c * math.sqrt(
-                    math.log(child.avail) / child.visits
-                )
-                if value > best_value:
-                    best, best_value = a, value
-            node = node.children[best]
+            if node.prior is not None:
+                action = self._puct(node, legal)
+                child = children.get(action)
+                if child is None:
+                    child = children[action] = _Node(engine.current)
+                    node.tried |= 1 << action
+                    path.append(child)
+                    finished = engine.step(action)
+                    break
+            else:
+                untried = legal & ~node.tried
+                if untried:
+                    if untried & (untried - 1):
+                        options = actions_in(untried)
+                        action = options[int(u() * len(options))]
+                    else:
+                        action = untried.bit_length() - 1
+                    child = children[action] = _Node(engine.current)
+                    node.tried |= 1 << action
+                    path.append(child)
+                    finished = engine.step(action)
+                    break
+                action, best_value = -1, -math.inf
+                for a, child in children.items():
+                    if legal >> a & 1:
+                        value = child.total / child.visits + c * math.sqrt(
+                            math.log(child.avail) / child.visits
+                        )
+                        if value > best_value:
+                            action, best_value = a, value
+                child = children[action]
+            node = child
             path.append(node)
-            finished = engine.step(best)
+            finished = engine.step(action)
         if not finished:
-            finished = self._rollout(engine)
+            finished = engine.advance(choosers=self._choosers)
         points = finished[0]
         n, scale = len(points), self.config.points_scale
         total = sum(points)
         rewards = [((total - p) / (n - 1) - p) / scale for p in points]
+        root.visits += 1
         for child in path:
             child.visits += 1
             child.total += rewards[child.player]
 
-    def _rollout(self, engine: Engine) -> list[list[int]]:
-        """Greedy play (heaviest playable tile, doubles preferred; ties by RNG) to the round's end."""
-        rng, points = self.rng, self.action_points
-        while True:
-            legal = engine.legal_actions()
-            if len(legal) == 1:
-                action = legal[0]
+    def _puct(self, node: _Node, legal: int) -> int:
+        """argmax over the legal actions of Q + c·P·sqrt(N)/(1 + n), unvisited Q = 0."""
+        prior, children = node.prior, node.children
+        scale = self.puct * math.sqrt(node.visits + 1)
+        action, best_value = -1, -math.inf
+        for a in actions_in(legal):
+            child = children.get(a)
+            if child is None or not child.visits:
+                value = scale * prior[a]
             else:
-                top = max(points[a] for a in legal)
-                best = [a for a in legal if points[a] == top]
-                action = best[0] if len(best) == 1 else best[int(rng.integers(len(best)))]
-            finished = engine.step(action)
-            if finished:
-                return finished
+                value = child.total / child.visits + scale * prior[a] / (1 + child.visits)
+            if value > best_value:
+                action, best_value = a, value
+        return action
+
+
+def guided_from_spec(config: ChickenFootConfig, seed: int | None, arg: str) -> ISMCTSPolicy:
+    """Build from the `<checkpoint>[:<budget>]` part of a `guided:` spec."""
+    from .policies import load_policy
+
+    spec = f"guided:{arg}"
+    path, budget = split_guided(arg)
+    if not path:
+        raise ValueError(f"policy spec {spec!r} needs a checkpoint path; valid forms: {GUIDED_FORMS}")
+    iterations, ms = parse_budget(budget, spec, GUIDED_FORMS) if budget else (None, None)
+    network = load_policy(f"ppo:{path}", config, seed)  # the one loader of checkpoints
+    guide = NetworkGuide(network, config, label=path)
+    return ISMCTSPolicy(config, seed, iterations=iterations or DEFAULT_ITERATIONS, ms=ms,
+                        guide=guide)

@@ -5,18 +5,19 @@
 
 You sit in seat ``--seat`` (default 0); the other seats are filled from ``--opponents``, a
 comma-separated list of policy specs (`cf_env.policies.load_policy`: random, greedy, heuristic,
-ismcts:<iterations>, ppo:<checkpoint>, module:factory) — one spec per opponent, or a single spec
-for all of them. Without ``--players`` there is one opponent per spec. Opponents act on their
-own observations, built exactly as the env builds them.
+ismcts:<iterations>, guided:<checkpoint>:<iterations>, ppo:<checkpoint>, module:factory) — one
+spec per opponent, or a single spec for all of them. Without ``--players`` there is one
+opponent per spec. Opponents act on their own observations, built exactly as the env builds
+them.
 
-A checkpoint plays only the game it was trained for, so with a ``ppo:`` opponent the rules come
-from its card (``card.json``: players, set, spinner arms, hand size and every variant): options
-left out are taken from it, and ``--players``/``--max-pips``/``--spinner-arms`` that contradict it
-(or ``--rounds`` above its rounds; any other ``--rounds`` when the card plays to a target score)
-exit 2 with an error naming both values. ``--record`` and ``--image`` paths are checked before
-the game starts. In a game to a target score (a card's variant) rounds are counted, not "r of
-N" — the countdown of start doubles restarts after the double-blank — and the end names the
-round in which a total passed the target.
+A checkpoint plays only the game it was trained for, so with a ``ppo:`` or ``guided:`` opponent
+the rules come from its card (``card.json``: players, set, spinner arms, hand size and every
+variant): options left out are taken from it, and ``--players``/``--max-pips``/
+``--spinner-arms`` that contradict it (or ``--rounds`` above its rounds; any other ``--rounds``
+when the card plays to a target score) exit 2 with an error naming both values. ``--record``
+and ``--image`` paths are checked before the game starts. In a game to a target score (a card's
+variant) rounds are counted, not "r of N" — the countdown of start doubles restarts after the
+double-blank — and the end names the round in which a total passed the target.
 
 On your turn the table, your hand and your legal moves are shown as a numbered list; type a
 number (``q`` quits, ``t`` shows the table again). When you have exactly one legal move
@@ -354,15 +355,18 @@ class Game:
 
 
 def _card_rules(specs: list[str]) -> tuple[str, dict] | None:
-    """(spec, rules) from the card of the first ``ppo:`` opponent, or None without one.
+    """(spec, rules) from the card of the first opponent playing a checkpoint (``ppo:``,
+    ``guided:``), or None without one.
 
     The rules are every config field the checkpoint was trained with except those that change
-    neither the game nor the observation (`training.checkpoints.NEUTRAL_FIELDS`). Other ppo:
-    opponents are checked against the resulting config when they load.
+    neither the game nor the observation (`training.checkpoints.NEUTRAL_FIELDS`). Other
+    checkpoint opponents are checked against the resulting config when they load.
     """
+    from .policies import spec_checkpoint
+
     for spec in specs:
-        kind, _, path = spec.partition(":")
-        if kind == "ppo" and path:
+        path = spec_checkpoint(spec)
+        if path:
             from training.checkpoints import NEUTRAL_FIELDS, read_card  # torch-free; lazy
 
             trained = ChickenFootConfig.from_dict(read_card(path)["env_config"]).to_dict()

@@ -21,8 +21,9 @@ Two conventions shared by everything that drives policies (the single-agent adap
   bots have ``act_bits``; observation-reading policies (`heuristic`, `ismcts`, PPO checkpoints)
   have no fast path.
 
-Specs (used by every CLI): ``random``, ``greedy``, ``heuristic``, ``ismcts:<iterations>``,
-``ppo:<checkpoint path>``, and ``some.module:factory`` for user code. A factory is called as
+Specs (used by every CLI): ``random``, ``greedy``, ``heuristic``, ``ismcts:<iterations>`` (or
+``ismcts:ms=<milliseconds>``), ``guided:<checkpoint path>[:<iterations> | :ms=<milliseconds>]``
+(`cf_env.ismcts`), ``ppo:<checkpoint path>``, and ``some.module:factory`` for user code. A factory is called as
 ``factory(config=ChickenFootConfig, seed=int | None)`` and returns a policy. `load_policy` is the
 one public function that turns a spec into a policy; `validate_policy_spec` builds one through it
 to check a spec up front (e.g. before a training run starts).
@@ -109,6 +110,22 @@ def load_policy(spec: str, config: ChickenFootConfig, seed: int | None = None) -
     if not callable(getattr(policy, "act", None)):
         raise ValueError(f"policy spec {spec!r}: the factory returned no object with act()")
     return policy
+
+
+def spec_checkpoint(spec: str) -> str | None:
+    """The checkpoint path a spec plays from (`ppo:<path>`, `guided:<path>[:<budget>]`), else
+    None. Only the form is read: the path is not checked here."""
+    name, _, arg = spec.partition(":") if isinstance(spec, str) else ("", "", "")
+    if name == "ppo" and arg:
+        return arg
+    if name == "guided" and arg:
+        _ensure_builtins()
+        from .bots import _guided_factory  # lazily: the bots import this module
+        from .ismcts import split_guided
+
+        if _FACTORIES.get("guided") is _guided_factory:  # (not a user's own "guided")
+            return split_guided(arg)[0] or None
+    return None
 
 
 def validate_policy_spec(spec: str, config: ChickenFootConfig) -> None:

@@ -322,7 +322,8 @@ print(policy_names())
     lines = result.stdout.splitlines()
     assert lines[:4] == ["RandomPolicy", "GreedyPolicy", "mine", "mine True"]
     assert lines[4] == str(
-        ["greedy", "heuristic", "ismcts", "mine", "random", "ppo:<checkpoint>", "module:factory"]
+        ["greedy", "guided", "heuristic", "ismcts", "mine", "random", "ppo:<checkpoint>",
+         "module:factory"]
     )
 
 

@@ -1,0 +1,270 @@
+"""Sampling the hidden tiles: deals consistent with what one player has seen (for search).
+
+A player sees its own hand, the table, every hand's size, the boneyard's size and, per opponent,
+the values that opponent showed it lacks (it drew or passed while they were playable, R8). A
+**consistent deal** gives the unseen tiles (neither in my hand nor on the table) to the opponents,
+in their sizes, and to the boneyard, in an order, with no opponent holding a tile that carries a
+value it is void in. `DealSampler` draws deals **exactly uniformly** over the consistent ones:
+
+* Tiles that no void excludes anywhere ("free" tiles) are interchangeable, and so are the
+  opponents without voids and the boneyard (the "pool"): only the constrained opponents need
+  counting. The number of ways to finish a deal from "the constrained opponents still need r_j
+  tiles" is a coefficient of a product of polynomials, one factor (pool + Σ allowed x_j) per
+  constrained tile times the free tiles' multinomial. It is tabulated once per decision over the
+  grid of r (numpy, one array per constrained tile, each scaled to its maximum: only ratios
+  within one array are ever used).
+* A sample then places the constrained tiles one by one, each where it goes with probability
+  proportional to the completions (exact sequential sampling), gives the constrained opponents
+  their remaining counts from the free tiles in random order, and deals the pool (the rest)
+  to the unconstrained opponents and the boneyard in a uniformly random order.
+
+Per sample that is one pass over the constrained tiles and one or two permutations: about
+10–20 µs at 4 players double-9, and the table costs about a millisecond per decision.
+
+Two situations leave the exact method:
+* **No consistent deal.** The void record can be stale: a player who draws a playable tile may
+  keep it (R8), and its hand then holds one tile of a value it is recorded as lacking. When the
+  voids admit no deal, the sampler drops the voids of the opponent whose voids exclude the most
+  unseen tiles, then the next, until deals exist (`relaxed` lists the egocentric seats, 1..n-1).
+* **A grid too large** (more than `max_cells` counts: many constrained opponents with big
+  hands, e.g. 8 players late in a round): up to `REJECTION_TRIES` uniform deals are drawn and
+  the first consistent one kept (exact when one is found), else the most constrained opponent is
+  filled first (approximate; `method` says which was set up).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .tiles import TileTables
+
+REJECTION_TRIES = 64
+MAX_CELLS = 1 << 18  # counts tabulated per decision (grid cells x constrained tiles)
+
+
+class Uniforms:
+    """Uniform floats in [0, 1) from one numpy Generator, drawn in blocks.
+
+    A Generator call costs about a microsecond; a float from the block about 0.1 µs. The
+    numbers are the generator's own in its own order, so everything stays reproducible from
+    the policy's seed (one RNG per policy)."""
+
+    __slots__ = ("rng", "_block", "_buffer", "_next")
+
+    def __init__(self, rng: np.random.Generator, block: int = 2048):
+        self.rng, self._block = rng, block
+        self._buffer: list[float] = []
+        self._next = 0
+
+    def __call__(self) -> float:
+        i = self._next
+        if i == len(self._buffer):
+            self._buffer, i = self.rng.random(self._block).tolist(), 0
+        self._next = i + 1
+        return self._buffer[i]
+
+    def permutation(self, n: int) -> list[int]:
+        """A uniformly random order of range(n): the indices sorted by n fresh uniforms."""
+        i = self._next
+        if i + n > len(self._buffer):
+            self._buffer, i = self.rng.random(max(self._block, n)).tolist(), 0
+        self._next = i + n
+        return sorted(range(n), key=self._buffer[i : i + n].__getitem__)
+
+
+class DealSampler:
+    """Uniform consistent deals of the unseen tiles (module docstring) for one information set.
+
+    `sizes[k]` is opponent k's hand size and `voids[k]` its void values (egocentric: opponent 0
+    is the seat after the observer). `sample()` returns (hands, boneyard): one tile-id list per
+    opponent and the boneyard with the next tile drawn first.
+    """
+
+    def __init__(
+        self,
+        unseen: list[int],
+        sizes: list[int],
+        boneyard: int,
+        voids: list[set[int]],
+        tables: TileTables,
+        rng: np.random.Generator,
+        max_cells: int = MAX_CELLS,
+    ):
+        if sum(sizes) + boneyard != len(unseen):
+            raise ValueError(
+                f"inconsistent view: {len(unseen)} unseen tiles but the opponents hold {sizes} "
+                f"and the boneyard {boneyard}"
+            )
+        self.unseen, self.sizes, self.boneyard = list(unseen), list(sizes), boneyard
+        self.pairs = tables.pairs
+        self.rng = rng
+        self.uniform = Uniforms(rng)
+        self.voids = [set(v) for v in voids]
+        self.relaxed: list[int] = []
+        while not self._setup(max_cells):
+            # No consistent deal: the void record is stale (a kept playable drawn tile, R8).
+            k = max(
+                (k for k in range(len(sizes)) if self.voids[k]),
+                key=lambda k: sum(1 for t in unseen if not self._allowed(t, k)),
+            )
+            self.voids[k] = set()
+            self.relaxed.append(k + 1)
+
+    @classmethod
+    def from_state(cls, state, tables: TileTables, rng: np.random.Generator, **kw) -> DealSampler:
+        """From an `ObservedState` (`cf_env.bots.ObservationDecoder`)."""
+        unseen = np.flatnonzero(~(state.hand | state.table)).tolist()
+        voids = [set(np.flatnonzero(row).tolist()) for row in state.voids]
+        sizes = [int(k) for k in state.hand_sizes[1:]]
+        return cls(unseen, sizes, int(state.boneyard), voids, tables, rng, **kw)
+
+    # ------------------------------------------------------------------ set-up
+    def _allowed(self, t: int, k: int) -> bool:
+        lo, hi = self.pairs[t]
+        return lo not in self.voids[k] and hi not in self.voids[k]
+
+    def _setup(self, max_cells: int) -> bool:
+        """Tabulate the completion counts; False when no consistent deal exists."""
+        m = len(self.sizes)
+        excluded = [[t for t in self.unseen if not self._allowed(t, k)] for k in range(m)]
+        self.held = [k for k in range(m) if excluded[k] and self.sizes[k]]  # constrained opponents
+        self.pool_seats = [k for k in range(m) if k not in self.held]
+        held = self.held
+        self.free = [t for t in self.unseen if all(self._allowed(t, k) for k in held)]
+        constrained = [t for t in self.unseen if not all(self._allowed(t, k) for k in held)]
+        dims = [self.sizes[k] + 1 for k in held]
+        cells = math.prod(dims)
+        if cells * (len(constrained) + 1) > max_cells:
+            self.method = "rejection"
+            return self._rejection_feasible()
+        self.method = "exact"
+        strides = [math.prod(dims[j + 1 :]) for j in range(len(held))]
+        # Free tiles fill the remaining counts r, the rest go to the pool:
+        # F! / (prod r_j! (F - sum r)!) ways, kept as logs until scaled (F! itself can overflow).
+        F = len(self.free)
+        lg = np.array([math.lgamma(i + 1) for i in range(max(F, max(dims, default=1)) + 1)])
+        grid = np.indices(dims).reshape(len(dims), -1) if dims else np.zeros((0, 1), np.int64)
+        rest = F - grid.sum(axis=0)
+        logw = np.where(rest >= 0, -lg[grid].sum(axis=0) - lg[np.maximum(rest, 0)], -np.inf)
+        table = np.exp(logw - logw.max()) if np.isfinite(logw).any() else np.zeros_like(logw)
+        table = table.reshape(dims) if dims else table.reshape(())
+        # Backwards over the constrained tiles: a tile goes to the pool, or to an allowed
+        # opponent with room (one grid step down along its axis).
+        suffix = [table]
+        allowed = []
+        for t in reversed(constrained):
+            ways = [j for j, k in enumerate(held) if self._allowed(t, k)]
+            nxt = table.copy()
+            for j in ways:
+                dst = [slice(None)] * len(dims)
+                src = [slice(None)] * len(dims)
+                dst[j], src[j] = slice(1, None), slice(None, -1)
+                nxt[tuple(dst)] += table[tuple(src)]
+            top = nxt.max()
+            table = nxt / top if top > 0 else nxt
+            suffix.append(table)
+            allowed.append([(j, strides[j]) for j in ways])
+        suffix.reverse()
+        allowed.reverse()
+        start = sum(s * (self.sizes[k]) for s, k in zip(strides, held))
+        if suffix[0].reshape(-1)[start] <= 0:
+            return False
+        self.constrained = list(zip(constrained, allowed))
+        # Python lists: a sample reads a few cells per tile, and list indexing is the cheapest.
+        self.suffix = [s.reshape(-1).tolist() for s in suffix]
+        self.start = start
+        return True
+
+    def _rejection_feasible(self) -> bool:
+        """Whether some consistent deal exists, from a greedy fill (a sufficient check)."""
+        self.constrained = []
+        return self._fill(list(self.unseen), strict=True) is not None
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self) -> tuple[list[list[int]], list[int]]:
+        if self.method != "exact":
+            return self._sample_rejection()
+        sizes, held, u = self.sizes, self.held, self.uniform
+        hands: list[list[int]] = [[] for _ in sizes]
+        need = [sizes[k] for k in held]
+        pool: list[int] = []
+        idx, suffix = self.start, self.suffix
+        for i, (t, ways) in enumerate(self.constrained):
+            cells = suffix[i + 1]
+            total = w_pool = cells[idx]
+            for j, stride in ways:
+                if need[j]:
+                    total += cells[idx - stride]
+            x = u() * total - w_pool
+            if x < 0 or total == w_pool:
+                pool.append(t)
+                continue
+            for j, stride in ways:  # the last opponent with a positive weight absorbs rounding
+                if need[j] and cells[idx - stride] > 0:
+                    pick, step = j, stride
+                    x -= cells[idx - stride]
+                    if x < 0:
+                        break
+            need[pick] -= 1
+            idx -= step
+            hands[held[pick]].append(t)
+        free = self.free
+        order = self.uniform.permutation(len(free))
+        at = 0
+        for j, k in enumerate(held):
+            take = order[at : at + need[j]]
+            hands[k].extend(free[i] for i in take)
+            at += need[j]
+        if pool:
+            pool.extend(free[i] for i in order[at:])
+            pool = [pool[i] for i in self.uniform.permutation(len(pool))]
+        else:  # the free tiles left are in uniformly random order already
+            pool = [free[i] for i in order[at:]]
+        at = 0
+        for k in self.pool_seats:
+            hands[k] = pool[at : at + sizes[k]]
+            at += sizes[k]
+        return hands, pool[at:]
+
+    def _sample_rejection(self) -> tuple[list[list[int]], list[int]]:
+        tiles = self.unseen
+        for _ in range(REJECTION_TRIES):
+            order = [tiles[i] for i in self.rng.permutation(len(tiles)).tolist()]
+            hands, at = [], 0
+            for size in self.sizes:
+                hands.append(order[at : at + size])
+                at += size
+            if all(self._allowed(t, k) for k, hand in enumerate(hands) for t in hand):
+                return hands, order[at:]
+        shuffled = [tiles[i] for i in self.rng.permutation(len(tiles)).tolist()]
+        dealt = self._fill(shuffled, strict=False)
+        assert dealt is not None  # a non-strict fill always succeeds
+        return dealt
+
+    def _fill(self, tiles: list[int], strict: bool) -> tuple[list[list[int]], list[int]] | None:
+        """The most constrained opponent picks first from `tiles` (in their order), taking
+        tiles it may hold; strict: None when one cannot be served, else it takes any tiles."""
+        m = len(self.sizes)
+        fits = [[self._allowed(t, k) for t in tiles] for k in range(m)]
+        taken = [False] * len(tiles)
+        hands: list[list[int]] = [[] for _ in range(m)]
+        for k in sorted(range(m), key=lambda k: sum(fits[k])):
+            want = self.sizes[k]
+            for i, t in enumerate(tiles):
+                if len(hands[k]) == want:
+                    break
+                if fits[k][i] and not taken[i]:
+                    taken[i] = True
+                    hands[k].append(t)
+            if len(hands[k]) < want:
+                if strict:
+                    return None
+                for i, t in enumerate(tiles):
+                    if len(hands[k]) == want:
+                        break
+                    if not taken[i]:
+                        taken[i] = True
+                        hands[k].append(t)
+        return hands, [t for i, t in enumerate(tiles) if not taken[i]]

@@ -1,0 +1,145 @@
+"""Search cost: µs per ISMCTS iteration by set size, before and after issue 14 (a benchmark row).
+
+    python -m cf_env.search_bench                   # double-6, 9, 12 at 4 players; before/after
+    python -m cf_env.search_bench --positions 10    # quicker, noisier
+    python -m cf_env.search_bench --json out.json
+
+Positions: decisions with a real choice (two or more legal actions) taken from seeded `greedy`
+playouts, early, middle and late in a round alike. Each search policy decides every position at
+`LOW` and `HIGH` iterations; the difference gives the cost of one iteration (a determinization
+and a rollout to the round's end), the rest the set-up per decision (decoding the observation,
+tabulating the deal sampler, the root `restore`). Times are CPU seconds of this process
+(`time.process_time`), so a shared machine slows the figures less than wall time would; take
+the README figures on an idle machine all the same (caches and turbo are shared).
+
+"before" is `cf_env/ismcts.py` as it was before issue 14 (`BEFORE_COMMIT`, read with `git show`,
+so this row needs the git checkout), with its snapshot → `restore()` per determinization and list
+rollouts; "after" is the current `ismcts`; "guided" adds the checkpoint's root prior (one network
+call per decision, so its per-iteration cost is the plain one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .config import ChickenFootConfig
+from .engine import Engine
+from .observation import Encoder
+from .policies import load_policy
+
+BEFORE_COMMIT = "e9a19f2"  # the last commit of cf_env/ismcts.py before issue 14
+LOW, HIGH = 20, 200
+SETS = (6, 9, 12)
+GUIDE = "checkpoints/selfplay-4p-d9"  # 4 players double-9 only
+
+
+def positions(config: ChickenFootConfig, count: int, seed: int = 0) -> list[dict]:
+    """`count` observations with a real choice, spread over seeded greedy playouts."""
+    rng = np.random.default_rng(seed)
+    encoder, out = Encoder(config), []
+    greedy = load_policy("greedy", config, seed)
+    game = 0
+    while len(out) < count:
+        engine = Engine(config.replace(num_rounds=1), seed=seed * 1000 + game)
+        game += 1
+        keep = rng.random()  # a share of each game's decisions, for a spread over the round
+        while not engine.game_over and len(out) < count:
+            legal = engine.legal_bits()
+            if legal & (legal - 1) and rng.random() < 0.25 + 0.5 * keep:
+                out.append({"observation": encoder.observe(engine, engine.current),
+                            "action_mask": engine.legal_action_mask()})
+            engine.step(greedy.act_bits(legal))
+    return out
+
+
+def before_module():
+    """`cf_env/ismcts.py` at `BEFORE_COMMIT`, imported as `cf_env._ismcts_before`."""
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(
+        ["git", "show", f"{BEFORE_COMMIT}:cf_env/ismcts.py"], cwd=root, capture_output=True,
+        text=True, check=True,
+    ).stdout
+    spec = importlib.util.spec_from_loader("cf_env._ismcts_before", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "cf_env"
+    exec(compile(source, f"{BEFORE_COMMIT}:cf_env/ismcts.py", "exec"), module.__dict__)
+    return module
+
+
+def cost(make, observations: list[dict]) -> dict:
+    """µs per iteration and ms of set-up per decision for policies `make(iterations)`."""
+    seconds = {}
+    for iterations in (LOW, HIGH):
+        policy = make(iterations)
+        start = time.process_time()
+        for obs in observations:
+            policy.act(obs)
+        seconds[iterations] = (time.process_time() - start) / len(observations)
+    per_iteration = (seconds[HIGH] - seconds[LOW]) / (HIGH - LOW)
+    return {
+        "us_per_iteration": 1e6 * per_iteration,
+        "setup_ms": 1e3 * max(seconds[LOW] - LOW * per_iteration, 0.0),
+        "ms_per_decision_at_200": 1e3 * seconds[HIGH],
+    }
+
+
+def run(count: int, sets=SETS, players: int = 4, before: bool = True) -> list[dict]:
+    from .ismcts import ISMCTSPolicy, guided_from_spec
+
+    old = None
+    if before:
+        try:
+            old = before_module()
+        except (OSError, subprocess.CalledProcessError) as err:
+            print(f"(before row skipped: cannot read {BEFORE_COMMIT} with git: {err})")
+    rows = []
+    for max_pips in sets:
+        config = ChickenFootConfig(max_pips=max_pips, num_players=players)
+        observations = positions(config, count)
+        makers = {"after": lambda i, c=config: ISMCTSPolicy(c, seed=0, iterations=i)}
+        if old is not None:
+            makers["before"] = lambda i, c=config: old.ISMCTSPolicy(c, seed=0, iterations=i)
+        guide = Path(__file__).resolve().parents[1] / GUIDE
+        if max_pips == 9 and players == 4 and guide.is_dir():
+            makers["guided"] = lambda i, c=config, g=guide: guided_from_spec(c, 0, f"{g}:{i}")
+        for name, make in makers.items():
+            row = {"set": f"double-{max_pips}", "players": players, "search": name,
+                   "positions": count, **cost(make, observations)}
+            rows.append(row)
+            print(f"double-{max_pips:<2} {players}p {name:<7} {row['us_per_iteration']:8.0f} µs/iteration"
+                  f"  set-up {row['setup_ms']:6.2f} ms/decision"
+                  f"  {row['ms_per_decision_at_200']:7.1f} ms/decision at {HIGH}", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cf_env.search_bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--positions", type=int, default=40, help="decisions per set size")
+    parser.add_argument("--players", type=int, default=4)
+    parser.add_argument("--sets", default="6,9,12", help="comma-separated max pips")
+    parser.add_argument("--no-before", action="store_true", help="skip the pre-issue-14 row")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    args = parser.parse_args(argv)
+    if args.positions < 1:
+        parser.error("--positions must be at least 1")
+    try:
+        sets = [int(s) for s in args.sets.split(",")]
+    except ValueError:
+        parser.error(f"--sets must be comma-separated ints, e.g. 6,9,12; got {args.sets!r}")
+    rows = run(args.positions, sets, args.players, before=not args.no_before)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
