@@ -91,7 +91,10 @@ except ImportError as _err:  # the rest of the project never needs Ray
 
 LEARNER = "learner"  # the env.seats entry for the trained shared policy
 SHARED = "shared"  # its RLModule id
-ENV_NAME = "chicken_foot_v0"
+ENV_NAME = "chicken_foot_v1"  # RLlib's registry name for `make_env`: the env's version
+# Checkpoints written before v1 name the env "chicken_foot_v0"; it is registered too (the same
+# creator, v1's infos: only this module's callback reads them) so that they still load.
+LEGACY_ENV_NAMES = ("chicken_foot_v0",)
 PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "ray")
 
 
@@ -422,7 +425,8 @@ def algorithm_config(config: RLlibTrainConfig, num_env_runners: int | None = Non
     """The RLlib `PPOConfig` for `config` (`num_env_runners` overrides the config's)."""
     from ray.tune.registry import register_env
 
-    register_env(ENV_NAME, make_env)  # idempotent; RLlib looks the creator up by name
+    for name in (ENV_NAME, *LEGACY_ENV_NAMES):
+        register_env(name, make_env)  # idempotent; RLlib looks the creator up by name
     rules = config.rules()
     seats = config.seat_specs()
     agents = [f"player_{s}" for s in range(rules.num_players)]
