@@ -10,8 +10,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU build of torch first: any other torch request pulls a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	# The TorchRL and Tianshou extras: their examples are tested (tests/test_examples.py).
-	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou]'
+	# The TorchRL and Tianshou extras (their examples are tested: tests/test_examples.py) and the
+	# benchmark's peers (connect_four_v3 needs pygame: tests/test_bench.py).
+	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou,bench]'
 	touch $@
 
 run: $(VENV)/.installed

@@ -2,6 +2,7 @@
 
     python -m cf_env.bench            # full run: default and large config, scaling grid (~7 min)
     python -m cf_env.bench --quick    # shorter measurements, no scaling grid (~1.5 min)
+    python -m cf_env.bench --libs-only  # only the TorchRL / Tianshou rows, 3 configs (~2.5 min)
 
 Shared machines are noisy (±30–45 % wall-clock run to run), so every claim is a **ratio measured
 in the same process run**, and rates are steps per **CPU second of this process**
@@ -26,6 +27,10 @@ Measured, for the default config and a large one (double-15, 8 players):
   so the env's share of training time is visible;
 * memory per env instance after `reset` (tracemalloc);
 * the same loops over PettingZoo `connect_four_v3` and OpenSpiel `python_block_dominoes`;
+* AEC steps/s through other libraries' own PettingZoo wrappers, on our env and on
+  `connect_four_v3` in the same rounds: a TorchRL rollout (`PettingZooWrapper(use_mask=True)`,
+  actions drawn from the mask) and a Tianshou collector (`PettingZooEnv`, masked random
+  policies); each needs its extra (`pip install .[torchrl]`, `.[tianshou]`);
 * (full run) cost per decision by set size and player count.
 """
 
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import logging
 import os
 import platform
 import random
@@ -58,6 +64,8 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 DEFAULT = ChickenFootConfig()
 LARGE = ChickenFootConfig(max_pips=15, num_players=8)
+# connect_four's player count: TorchRL's wrapper does per-agent work every step (one group each).
+TWO_PLAYER = ChickenFootConfig(max_pips=6, num_players=2)
 
 # MaskablePPO as `python -m training.ppo` builds it by default (training/config.py: PPOSettings,
 # TrainConfig.torch_threads); SB3's defaults for the rest (clip 0.2, vf_coef 0.5, grad norm 0.5).
@@ -206,6 +214,65 @@ def connect_four(wrapped: bool):
     return connect_four_v3.env() if wrapped else connect_four_v3.raw_env()
 
 
+def torchrl_loop(aec_env, seed: int = 0) -> Loop:
+    """TorchRL rollouts through its own `PettingZooWrapper(env=aec_env, use_mask=True)`: every
+    group's action drawn uniformly from its `action_mask`, each call one `env.rollout(k)` going on
+    from where the last one stopped (games that end inside it are reset by TorchRL)."""
+    import torch
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+    from torchrl.envs.utils import step_mdp
+
+    env = PettingZooWrapper(env=aec_env, use_mask=True, seed=seed)
+    groups = list(env.group_map)
+    gen = torch.Generator().manual_seed(seed)
+
+    def policy(td):
+        for group in groups:
+            mask = td[group, "action_mask"].float()
+            td[group, "action"] = torch.multinomial(mask, 1, generator=gen).squeeze(-1)
+        return td
+
+    state = env.reset()
+
+    def run(k: int) -> int:
+        nonlocal state
+        rollout = env.rollout(k, policy, auto_reset=False, tensordict=state,
+                              break_when_any_done=False)
+        state = step_mdp(rollout[-1])  # the last step is never reset by rollout itself
+        if state["done"].any():
+            state = env.reset()
+        return rollout.batch_size[0]
+
+    return run
+
+
+def tianshou_loop(aec_env, seed: int = 0) -> Loop:
+    """A Tianshou `Collector` over its own `PettingZooEnv(aec_env)` (one env, a plain replay
+    buffer), every agent Tianshou's masked random policy; each call one `collect(n_step=k)`."""
+    from tianshou.algorithm.multiagent.marl import MultiAgentPolicy
+    from tianshou.algorithm.random import MARLRandomDiscreteMaskedOffPolicyAlgorithm
+    from tianshou.data import Collector, ReplayBuffer
+    from tianshou.env import DummyVectorEnv, PettingZooEnv
+
+    # Its episode-return summary expects one reward per step and warns at every finished game
+    # about ours (one per player, as its PettingZooEnv returns them).
+    logging.getLogger("tianshou.data.stats").setLevel(logging.ERROR)
+    env = PettingZooEnv(aec_env)
+    policy = MultiAgentPolicy({
+        agent: MARLRandomDiscreteMaskedOffPolicyAlgorithm(env.action_space).policy
+        for agent in env.agents
+    })
+    envs = DummyVectorEnv([lambda: env])
+    envs.seed(seed)
+    collector = Collector(policy, envs, ReplayBuffer(20_000))
+    collector.reset()
+
+    def run(k: int) -> int:
+        return collector.collect(n_step=k).n_collected_steps
+
+    return run
+
+
 def single_agent_env(cfg: ChickenFootConfig, opponent: str = "greedy"):
     from .single_agent import ChickenFootSingleAgentEnv
 
@@ -329,6 +396,53 @@ def throughput(cfg: ChickenFootConfig, budget: Budget, peers: bool) -> Group:
         loops["openspiel dominoes"] = openspiel_loop(observe=False)
         loops["openspiel dominoes+obs"] = openspiel_loop(observe=True)
     return measure_group(loops, budget)
+
+
+# Libraries with their own PettingZoo wrapper: (name, module, extra, loop factory).
+LIBRARIES = (
+    ("torchrl", "torchrl", "torchrl", torchrl_loop),
+    ("tianshou", "tianshou", "tianshou", tianshou_loop),
+)
+LIBRARY_SLICE_SECONDS = 0.2
+"""Longer turns than the plain loops' 20 ms: each turn is one `rollout` / `collect` call, whose
+fixed cost (stacking, statistics) must not weigh on the per-step rate."""
+
+
+def library_rates(cfg: ChickenFootConfig, budget: Budget, peers: bool) -> Group:
+    """AEC steps per CPU second through each installed library's PettingZoo wrapper, on our
+    (wrapped) env and on connect_four_v3, with the plain wrapped AEC loop as reference; all in
+    the same rounds."""
+    loops: dict[str, Loop] = {"wrapped AEC": aec_loop(wrapped_env(**cfg.to_dict()))}
+    libraries = [lib for lib in LIBRARIES if available(lib[1])]
+    if libraries:
+        import torch
+
+        torch.set_num_threads(TORCH_THREADS)  # rates are per CPU second of this process
+    for name, _, _, factory in libraries:
+        loops[f"{name} ours"] = factory(wrapped_env(**cfg.to_dict()))
+        if peers and available("pygame"):
+            loops[f"{name} connect_four"] = factory(connect_four(wrapped=True))
+    return measure_group(loops, budget, slice_seconds=LIBRARY_SLICE_SECONDS)
+
+
+def library_ratio_rows(group: Group) -> list[tuple]:
+    """Per library: ours / connect_four through it, and its cost: the plain AEC loop's rate
+    over ours through it (how many times slower a step gets)."""
+    rows: list[tuple] = []
+    for name, module, extra, _ in LIBRARIES:
+        ours = f"{name} ours"
+        if ours not in group.rates:
+            missing = f"{module} not installed (pip install .[{extra}])"
+            rows.append((f"{name}: ours / connect_four", None, None, missing))
+            rows.append((f"{name}: plain wrapped AEC loop / ours through {name}", None, None,
+                         missing))
+            continue
+        peer = f"{name} connect_four"
+        rows.append((f"{name}: ours / connect_four",
+                     group.ratio(ours, peer) if peer in group.rates else None, None))
+        rows.append((f"{name}: plain wrapped AEC loop / ours through {name}",
+                     group.ratio("wrapped AEC", ours), None))
+    return rows
 
 
 def episode_length(cfg: ChickenFootConfig, steps: int = 2000) -> float:
@@ -463,13 +577,16 @@ def _print_rates(title: str, group: Group, unit: str) -> None:
     )
 
 
-def _print_ratios(rows: list[tuple[str, float | None, float | None]]) -> None:
-    """rows: (label, ratio or None when a side is missing, target or None)."""
+PEER_MISSING = "peer not installed (pip install .[bench])"
+
+
+def _print_ratios(rows: list[tuple]) -> None:
+    """rows: (label, ratio or None when a side is missing, target or None[, what is missing])."""
     print()
     table = []
-    for label, ratio, target in rows:
+    for label, ratio, target, *missing in rows:
         if ratio is None:
-            table.append([label, "peer not installed (pip install .[bench])", "", ""])
+            table.append([label, missing[0] if missing else PEER_MISSING, "", ""])
             continue
         goal = f"≥ {target:g}×" if target else ""
         met = ("yes" if ratio >= target else "**no**") if target else ""
@@ -477,8 +594,26 @@ def _print_ratios(rows: list[tuple[str, float | None, float | None]]) -> None:
     _table(["ratio, same rounds (median)", "value", "target", "met"], table)
 
 
-def section(label: str, cfg: ChickenFootConfig, budget: Budget, peers: bool, ppo: bool) -> dict:
+def library_section(desc: str, cfg: ChickenFootConfig, budget: Budget, peers: bool) -> dict:
+    """The TorchRL / Tianshou rows: rates, ratios, and what is missing."""
+    group = library_rates(cfg, budget, peers)
+    _print_rates(
+        f"Through other libraries' PettingZoo wrappers, {desc} (AEC steps/CPU-s; random masked "
+        f"actions; {TORCH_THREADS} torch thread)",
+        group,
+        "steps/CPU-s",
+    )
+    rows = library_ratio_rows(group)
+    _print_ratios(rows)
+    return {"rates": {n: group.median(n) for n in group.rates},
+            "ratios": {label: ratio for label, ratio, *_ in rows}}
+
+
+def section(label: str, cfg: ChickenFootConfig, budget: Budget, peers: bool, ppo: bool,
+            libs: bool = True, libs_only: bool = False) -> dict:
     desc = f"{label} config: double-{cfg.max_pips}, {cfg.num_players} players"
+    if libs_only:
+        return {"libraries": library_section(desc, cfg, budget, peers)}
     targeted = cfg == DEFAULT
     group = throughput(cfg, budget, peers)
     _print_rates(f"Throughput, {desc}", group, "steps/CPU-s")
@@ -511,6 +646,9 @@ def section(label: str, cfg: ChickenFootConfig, budget: Budget, peers: bool, ppo
     elif ppo:
         print("\n(MaskablePPO rows skipped: sb3-contrib is not installed; pip install .[train])")
 
+    if libs:
+        out["libraries"] = library_section(desc, cfg, budget, peers)
+
     mem = memory(cfg, budget, peers)
     print(f"\n### Memory per instance after reset, {desc} (tracemalloc)\n")
     _table(["object", "KiB"], [[name, f"{size / 1024:.1f}"] for name, size in mem.items()])
@@ -518,8 +656,10 @@ def section(label: str, cfg: ChickenFootConfig, budget: Budget, peers: bool, ppo
     return out
 
 
-def run(budget: Budget, peers: bool = True, ppo: bool = True, configs=None) -> dict:
-    """Measure everything, print markdown tables, return the figures."""
+def run(budget: Budget, peers: bool = True, ppo: bool = True, configs=None, libs: bool = True,
+        libs_only: bool = False) -> dict:
+    """Measure everything (with `libs_only`, only the other libraries' rows), print markdown
+    tables, return the figures."""
     configs = configs if configs is not None else {"default": DEFAULT, "large": LARGE}
     print(
         f"# cf_env.bench: {budget.repeats} rounds × {budget.seconds:g} CPU-s per loop, medians; "
@@ -527,8 +667,8 @@ def run(budget: Budget, peers: bool = True, ppo: bool = True, configs=None) -> d
     )
     results: dict = {"budget": asdict(budget), "configs": {}}
     for label, cfg in configs.items():
-        results["configs"][label] = section(label, cfg, budget, peers, ppo)
-    if budget.scaling:
+        results["configs"][label] = section(label, cfg, budget, peers, ppo, libs, libs_only)
+    if budget.scaling and not libs_only:
         rows = scaling(budget)
         print("\n### Cost per decision by set size and player count (CPU µs per decision or step)\n")
         _table(
@@ -552,6 +692,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, help="rounds (medians are over rounds)")
     parser.add_argument("--no-peers", action="store_true", help="skip connect_four and OpenSpiel")
     parser.add_argument("--no-ppo", action="store_true", help="skip the MaskablePPO rows")
+    parser.add_argument("--no-libs", action="store_true",
+                        help="skip the TorchRL and Tianshou rows")
+    parser.add_argument("--libs-only", action="store_true",
+                        help="only the TorchRL and Tianshou rows (with their connect_four "
+                        "peers), on the default, a two-player and the large config")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
     budget = QUICK if args.quick else FULL
@@ -563,7 +708,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.repeats < 1:
             parser.error(f"--repeats must be >= 1; got {args.repeats}")
         budget = replace(budget, repeats=args.repeats)
-    results = run(budget, peers=not args.no_peers, ppo=not args.no_ppo)
+    if args.no_libs and args.libs_only:
+        parser.error("--no-libs and --libs-only exclude each other")
+    configs = None
+    if args.libs_only:  # also at connect_four's player count
+        configs = {"default": DEFAULT, "two-player": TWO_PLAYER, "large": LARGE}
+    results = run(budget, peers=not args.no_peers, ppo=not args.no_ppo, configs=configs,
+                  libs=not args.no_libs, libs_only=args.libs_only)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)

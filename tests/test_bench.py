@@ -27,7 +27,7 @@ TINY = bench.Budget(
 
 
 def test_run_measures_every_loop_ppo_and_memory(capsys):
-    results = bench.run(TINY, peers=False, ppo=True, configs={"tiny": TINY_CFG})
+    results = bench.run(TINY, peers=False, ppo=True, configs={"tiny": TINY_CFG}, libs=False)
     figures = results["configs"]["tiny"]
     assert set(figures["rates"]) == {"engine", "engine+obs", "raw AEC", "wrapped AEC", "single-agent"}
     assert all(rate > 0 for rate in figures["rates"].values())
@@ -42,7 +42,7 @@ def test_run_measures_every_loop_ppo_and_memory(capsys):
 def test_missing_peers_are_reported_not_faked(monkeypatch, capsys):
     real = bench.available
     monkeypatch.setattr(bench, "available", lambda m: False if m in ("pygame", "pyspiel") else real(m))
-    figures = bench.section("tiny", TINY_CFG, TINY, peers=True, ppo=False)
+    figures = bench.section("tiny", TINY_CFG, TINY, peers=True, ppo=False, libs=False)
     assert "connect_four raw" not in figures["rates"]
     assert figures["ratios"]["raw AEC / connect_four raw"] is None
     assert "peer not installed (pip install .[bench])" in capsys.readouterr().out
@@ -117,3 +117,56 @@ def test_cli_rejects_bad_arguments(argv, capsys):
         bench.main(argv)
     assert exit_info.value.code == 2
     assert "usage: python -m cf_env.bench" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ other libraries' wrappers
+def test_library_rows_measure_torchrl_and_tianshou_beside_connect_four(capsys):
+    for module in ("torchrl", "tianshou", "pygame"):
+        pytest.importorskip(module, reason="make installs the torchrl, tianshou and bench extras")
+    figures = bench.section("tiny", TINY_CFG, TINY, peers=True, ppo=False, libs_only=True)
+    rates = figures["libraries"]["rates"]
+    assert set(rates) == {"wrapped AEC", "torchrl ours", "torchrl connect_four", "tianshou ours",
+                          "tianshou connect_four"}
+    assert all(rate > 0 for rate in rates.values())
+    ratios = figures["libraries"]["ratios"]
+    for name in ("torchrl", "tianshou"):
+        assert ratios[f"{name}: ours / connect_four"] > 0
+        assert ratios[f"{name}: plain wrapped AEC loop / ours through {name}"] > 0
+    out = capsys.readouterr().out
+    assert "Through other libraries' PettingZoo wrappers, tiny config: double-6, 2 players" in out
+    assert "| torchrl: ours / connect_four |" in out
+    assert "Throughput," not in out  # libs_only: nothing else measured
+
+
+def test_missing_libraries_and_peers_are_reported_not_faked(monkeypatch, capsys):
+    real = bench.available
+    gone = ("torchrl", "pygame")
+    monkeypatch.setattr(bench, "available", lambda m: False if m in gone else real(m))
+    figures = bench.section("tiny", TINY_CFG, TINY, peers=True, ppo=False, libs_only=True)
+    libraries = figures["libraries"]
+    assert not any(name.startswith("torchrl") or "connect_four" in name
+                   for name in libraries["rates"])
+    assert libraries["ratios"]["torchrl: ours / connect_four"] is None
+    assert libraries["ratios"]["tianshou: ours / connect_four"] is None
+    out = capsys.readouterr().out
+    assert "torchrl not installed (pip install .[torchrl])" in out
+    assert "peer not installed (pip install .[bench])" in out
+    if real("tianshou"):
+        assert libraries["ratios"]["tianshou: plain wrapped AEC loop / ours through tianshou"] > 0
+
+
+@pytest.mark.parametrize("library", ["torchrl", "tianshou"])
+def test_library_loops_step_on_across_game_ends(library):
+    pytest.importorskip(library, reason=f"optional extra: pip install -e '.[{library}]'")
+    from cf_env.env import env as wrapped
+
+    # One round of 2-player double-6 lasts a few dozen steps: 8 calls cross several game ends.
+    loop = getattr(bench, f"{library}_loop")(wrapped(**TINY_CFG.to_dict()))
+    assert [loop(25) for _ in range(8)] == [25] * 8
+
+
+def test_libs_flags_exclude_each_other(capsys):
+    with pytest.raises(SystemExit) as exited:
+        bench.main(["--no-libs", "--libs-only"])
+    assert exited.value.code == 2
+    assert "--no-libs and --libs-only exclude each other" in capsys.readouterr().err
