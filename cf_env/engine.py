@@ -118,6 +118,7 @@ class Engine:
         "center",
         "config",
         "current",
+        "deal_order",
         "drawn_tile",
         "foot_arm",
         "foot_value",
@@ -178,16 +179,70 @@ class Engine:
         self._start_round()
         return self._settle([])
 
-    def _start_round(self) -> None:
+    # ------------------------------------------------------------------ external chance
+    # The RNG is the engine's own source of chance. An external one (OpenSpiel's chance nodes,
+    # a deal replayed from another API) decides the same events through these two methods: the
+    # shuffle of a round (R3, R4) and which tiles the next draws take (R5's search, R8). Each
+    # round's shuffle is kept as `deal_order`, so a deal made here can be replayed elsewhere.
+
+    def deal_round(self, order: Sequence[int]) -> list[list[int]]:
+        """Deal the current round again, from `order` instead of the RNG. `order` holds every
+        tile id once: seat s is dealt `order[s * hand_size:(s + 1) * hand_size]` and the rest is
+        the boneyard, drawn from its front (R5's search for the start double first, then R8's
+        draws). The previous deal of the round is discarded; the round number, the scores, the
+        history and the RNG are untouched (later rounds still come from the RNG). Allowed only
+        before the round's first decision. Returns what `reset` returns. Raises `ValueError`
+        naming the problem, the engine unchanged."""
+        if self.game_over:
+            raise ValueError("deal_round: the game is over; call reset()")
+        if (self.history and self.history[-1][0] == self.round) or self._table_bytes.count(1) > 1:
+            raise ValueError(
+                f"deal_round: round {self.round} has begun (a decision was made); a round can "
+                "be dealt again only before its first decision"
+            )
+        count = self._num_tiles
+        tiles = _tile_ids(order, count, "deal_round: order")
+        if sorted(tiles) != list(range(count)):
+            repeated = sorted({t for t in tiles if tiles.count(t) > 1})
+            missing = sorted(set(range(count)) - set(tiles))
+            raise ValueError(
+                f"deal_round: order must hold each tile id 0..{count - 1} exactly once (R1); "
+                f"got {len(tiles)} ids, repeated {repeated}, missing {missing}"
+            )
+        self._start_round(tiles)
+        return self._settle([])
+
+    def set_next_draws(self, tiles: Sequence[int]) -> None:
+        """Make the next draws from the boneyard take `tiles`, in this order; the boneyard's
+        other tiles keep their order after them. Only the hidden order of the boneyard changes:
+        nothing public, nothing legal. Raises `ValueError` (engine unchanged) unless the tiles
+        are distinct and all in the boneyard."""
+        chosen = _tile_ids(tiles, self._num_tiles, "set_next_draws: tiles")
+        stock = set(self.boneyard)
+        outside = [t for t in chosen if t not in stock]
+        if outside or len(set(chosen)) != len(chosen):
+            pairs = self.tables.pairs
+            raise ValueError(
+                "set_next_draws: tiles must be distinct tiles of the boneyard; "
+                f"{[list(pairs[t]) for t in outside] or 'a tile repeats'} "
+                f"(the boneyard holds {len(self.boneyard)} tiles)"
+            )
+        picked = set(chosen)
+        # Internal order: the next tile drawn is the last element.
+        self.boneyard = [t for t in self.boneyard if t not in picked] + chosen[::-1]
+
+    def _start_round(self, order: list[int] | None = None) -> None:
         cfg, tables = self.config, self.tables
         n, count, size = cfg.num_players, cfg.num_tiles, cfg.hand_size
         self.center = cfg.max_pips - self.round  # R4
-        perm = self.rng.permutation(count)
+        # R3/R4: the RNG shuffles, unless an external source of chance gave the order (`deal_round`).
+        perm = self.rng.permutation(count) if order is None else np.array(order, dtype=np.int64)
         for board in (self._hand_bytes, self._table_bytes, self._played_bytes, self._void_bytes):
             board[:] = bytes(len(board))  # in place: the views stay the engine's boards
         self._hands[self._deal_seats, perm[: n * size]] = True
         # The deal also as Python lists: cheap to search and to sum into the hand bitsets.
         order = perm.tolist()
+        self.deal_order = tuple(order)
         dealt = list(map(order.__getitem__, self._deal_slices))
         self.hand_counts = [size] * n
         # Internal boneyard is reversed: the next tile drawn is the last element (pop is O(1)).
@@ -625,6 +680,7 @@ class Engine:
         self._values = None if other._values is None else other._values[:]
         self.center = other.center
         self.current = other.current
+        self.deal_order = other.deal_order
         self.drawn_tile = other.drawn_tile
         self.foot_arm = other.foot_arm
         self.foot_value = other.foot_value
@@ -761,6 +817,17 @@ class Engine:
             raise SnapshotError(f"invalid snapshot: {err!r}") from err
         for name in self.__slots__:
             setattr(self, name, getattr(fresh, name))
+
+
+def _tile_ids(values: object, count: int, what: str) -> list[int]:
+    """`values` as a list of plain tile ids 0..count-1 (numpy integers accepted)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{what} must be a sequence of tile ids; got {values!r}")
+    ids = list(values)
+    for t in ids:
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)) or not 0 <= t < count:
+            raise ValueError(f"{what}: {t!r} is not a tile id (an int 0..{count - 1})")
+    return [int(t) for t in ids]
 
 
 def _holder(hands: list[list[int]], tile: int) -> int:
@@ -1007,6 +1074,7 @@ def _load(engine: Engine, snap: dict) -> None:
         ):
             raise SnapshotError(f"history entries are [round, seat, action]; got {h!r}")
     engine.history = [tuple(h) for h in snap.get("history", [])]
+    engine.deal_order = None  # a snapshot does not say how its round was shuffled
     seed = snap.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise SnapshotError(f"seed must be null or a non-negative int; got {seed!r}")
