@@ -190,6 +190,8 @@ class ISMCTSPolicy:
         ms: float | None = None,
         guide: NetworkGuide | None = None,
         puct: float | None = None,
+        node_priors: str = "root",
+        rollout_net: int = 0,
     ):
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise ValueError(f"ismcts iterations must be a positive int; got {iterations!r}")
@@ -201,6 +203,15 @@ class ISMCTSPolicy:
         self.exploration = exploration
         self.guide = guide
         self.puct = self.PUCT_C if puct is None else puct
+        # Alternatives measured for the guided scheme (module docstring): priors also at the
+        # nodes of seat 0 ("mine") or of every seat ("all"), computed once per node from the
+        # determinization that first reaches it twice; the network choosing the first
+        # `rollout_net` real decisions of each rollout before the greedy rule.
+        if node_priors not in ("root", "mine", "all"):
+            raise ValueError(f"node_priors must be 'root', 'mine' or 'all'; got {node_priors!r}")
+        self.node_priors = node_priors if guide is not None else "root"
+        self.rollout_net = rollout_net if guide is not None else 0
+        self.network_calls = 0
         self.rng = np.random.default_rng(seed)
         self.uniform = Uniforms(self.rng)
         self.decoder = ObservationDecoder(config)
@@ -375,6 +386,13 @@ class ISMCTSPolicy:
             for a, child in children.items():
                 if legal >> a & 1:
                     child.avail += 1
+            if (
+                node.prior is None
+                and node.visits
+                and self.node_priors != "root"
+                and (self.node_priors == "all" or engine.current == 0)
+            ):
+                node.prior = self._node_prior(engine, legal)
             if node.prior is not None:
                 action = self._puct(node, legal)
                 child = children.get(action)
@@ -410,7 +428,10 @@ class ISMCTSPolicy:
             path.append(node)
             finished = engine.step(action)
         if not finished:
-            finished = engine.advance(choosers=self._choosers)
+            if self.rollout_net:
+                finished = self._net_rollout(engine)
+            else:
+                finished = engine.advance(choosers=self._choosers)
         points = finished[0]
         n, scale = len(points), self.config.points_scale
         total = sum(points)
@@ -421,19 +442,48 @@ class ISMCTSPolicy:
             child.total += rewards[child.player]
 
     def _puct(self, node: _Node, legal: int) -> int:
-        """argmax over the legal actions of Q + c·P·sqrt(N)/(1 + n), unvisited Q = 0."""
+        """argmax over the legal actions of Q + c·P·sqrt(N)/(1 + n), unvisited Q = 0. An action
+        legal now but not when the prior was computed (another determinization) gets the
+        uniform share 1/|legal|."""
         prior, children = node.prior, node.children
         scale = self.puct * math.sqrt(node.visits + 1)
+        options = actions_in(legal)
         action, best_value = -1, -math.inf
-        for a in actions_in(legal):
+        for a in options:
+            p = prior[a]
+            if p < 0:
+                p = 1.0 / len(options)
             child = children.get(a)
             if child is None or not child.visits:
-                value = scale * prior[a]
+                value = scale * p
             else:
-                value = child.total / child.visits + scale * prior[a] / (1 + child.visits)
+                value = child.total / child.visits + scale * p / (1 + child.visits)
             if value > best_value:
                 action, best_value = a, value
         return action
+
+    def _node_prior(self, engine: Engine, legal: int) -> list[float]:
+        self.network_calls += 1
+        vector = self.guide.encoder.observe(engine, engine.current)
+        prior = self.guide.prior(vector, actions_in(legal))
+        return [p if p > 0 else -1.0 for p in prior]
+
+    def _net_rollout(self, engine: Engine) -> list[list[int]]:
+        """The network (argmax) makes the first `rollout_net` real choices, greedy the rest."""
+        left = self.rollout_net
+        guide = self.guide
+
+        def net(legal: int) -> int:
+            nonlocal left
+            if left <= 0:
+                return self._greedy(legal)
+            left -= 1
+            self.network_calls += 1
+            z = guide.logits(guide.encoder.observe(engine, engine.current)[None, :])[0]
+            options = actions_in(legal)
+            return max(options, key=z.__getitem__)
+
+        return engine.advance(choosers=[net] * self.n)
 
 
 def guided_from_spec(config: ChickenFootConfig, seed: int | None, arg: str) -> ISMCTSPolicy:

@@ -10,7 +10,9 @@ playouts, early, middle and late in a round alike. Each search policy decides ev
 and a rollout to the round's end), the rest the set-up per decision (decoding the observation,
 tabulating the deal sampler, the root `restore`). Times are CPU seconds of this process
 (`time.process_time`), so a shared machine slows the figures less than wall time would; take
-the README figures on an idle machine all the same (caches and turbo are shared).
+the README figures on an idle machine all the same (caches and turbo are shared). The engine's
+own decision cost is measured first in the same process; "scaled" divides by how much slower it
+is than docs/bench.md's idle figure: a rough idle-equivalent, not a measurement.
 
 "before" is `cf_env/ismcts.py` as it was before issue 14 (`BEFORE_COMMIT`, read with `git show`,
 so this row needs the git checkout), with its snapshot → `restore()` per determinization and list
@@ -91,8 +93,26 @@ def cost(make, observations: list[dict]) -> dict:
     }
 
 
-def run(count: int, sets=SETS, players: int = 4, before: bool = True) -> list[dict]:
+def engine_reference(seconds: float = 1.0) -> float:
+    """µs per engine decision (random legal play, default config) now, in this process: the
+    row `python -m cf_env.bench` reports (docs/bench.md: `REFERENCE_US` on its idle machine).
+    The ratio of the two says how much slower this machine or its load makes everything."""
+    from .bench import engine_loop, measure_rate
+
+    return 1e6 / measure_rate(engine_loop(ChickenFootConfig(), seed=0), seconds)
+
+
+REFERENCE_US = 2.3  # docs/bench.md, "engine" row at the default config
+
+
+def run(count: int, sets=SETS, players: int = 4, before: bool = True,
+        reference_seconds: float = 1.0) -> list[dict]:
     from .ismcts import ISMCTSPolicy, guided_from_spec
+
+    reference = engine_reference(reference_seconds)
+    slow = reference / REFERENCE_US
+    print(f"engine reference: {reference:.2f} µs/decision now vs {REFERENCE_US} µs in "
+          f"docs/bench.md ({slow:.2f}x); 'scaled' = µs/iteration / {slow:.2f}", flush=True)
 
     old = None
     if before:
@@ -112,9 +132,12 @@ def run(count: int, sets=SETS, players: int = 4, before: bool = True) -> list[di
             makers["guided"] = lambda i, c=config, g=guide: guided_from_spec(c, 0, f"{g}:{i}")
         for name, make in makers.items():
             row = {"set": f"double-{max_pips}", "players": players, "search": name,
-                   "positions": count, **cost(make, observations)}
+                   "positions": count, **cost(make, observations),
+                   "engine_reference_us": reference}
+            row["scaled_us_per_iteration"] = row["us_per_iteration"] / slow
             rows.append(row)
             print(f"double-{max_pips:<2} {players}p {name:<7} {row['us_per_iteration']:8.0f} µs/iteration"
+                  f" (scaled {row['scaled_us_per_iteration']:5.0f})"
                   f"  set-up {row['setup_ms']:6.2f} ms/decision"
                   f"  {row['ms_per_decision_at_200']:7.1f} ms/decision at {HIGH}", flush=True)
     return rows

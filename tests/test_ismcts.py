@@ -440,3 +440,25 @@ def test_i14_play_cli_with_a_time_budget_opponent():
                       "ismcts:ms=5", "--seed", "3"], out=out, inp=answers)
     assert code == 0
     assert "ismcts:ms=5" in out.getvalue()
+
+
+def test_i14_measured_guided_alternatives_play_legal_moves():
+    """The alternatives the guided scheme was chosen against (priors at every node, network
+    moves in rollouts; docs/search/variants.py) stay runnable: legal moves, network called."""
+    network = load_policy(f"ppo:{CKPT}", D9, 0)
+    for options in ({"node_priors": "all"}, {"node_priors": "mine"}, {"rollout_net": 2}):
+        policy = ISMCTSPolicy(D9, seed=1, iterations=12, guide=NetworkGuide(network, D9), **options)
+        for _, obs in itertools.islice(decisions(D9, seed=4), 4):
+            assert obs["action_mask"][policy.act(obs)] == 1
+        assert policy.network_calls > 0, options
+    with pytest.raises(ValueError, match="node_priors must be"):
+        ISMCTSPolicy(D9, node_priors="some")
+
+
+def test_i14_search_bench_prints_rows_for_each_search():
+    from cf_env.search_bench import run
+
+    rows = run(1, sets=(6, 9), before=False, reference_seconds=0.05)
+    assert [(r["set"], r["search"]) for r in rows] == [
+        ("double-6", "after"), ("double-9", "after"), ("double-9", "guided")]
+    assert all(r["us_per_iteration"] > 0 for r in rows)

@@ -1,0 +1,58 @@
+"""Guided-search variants compared to choose the `guided:` scheme (issue 14; README "Policies").
+
+Each is a `module:factory` spec with `docs/search` on PYTHONPATH, e.g.
+`PYTHONPATH=docs/search python -m training.evaluate --agent variants:net4 ...`. The checkpoint is
+`SEARCH_CKPT` (default checkpoints/selfplay-4p-d9) and the budget `SEARCH_MS` milliseconds of CPU
+time per decision (default 25), or `SEARCH_ITERATIONS` iterations when set.
+
+* `plain`      — `ismcts` (no network).
+* `root`       — PUCT prior at the root only, c = `SEARCH_C` (default 0.25), greedy rollouts.
+* `root_c1`    — the same with c = 1 (the prior then decides most visits).
+* `mine`       — priors also at every node where the searching player acts.
+* `all`        — priors at every node (each computed once, from the first determinization there).
+* `net4`       — root prior, and the network plays the first 4 real choices of each rollout.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cf_env.ismcts import ISMCTSPolicy, NetworkGuide
+from cf_env.policies import load_policy
+
+
+def _budget() -> dict:
+    if os.environ.get("SEARCH_ITERATIONS"):
+        return {"iterations": int(os.environ["SEARCH_ITERATIONS"])}
+    return {"ms": float(os.environ.get("SEARCH_MS", "25"))}
+
+
+def _guided(config, seed, **options) -> ISMCTSPolicy:
+    path = os.environ.get("SEARCH_CKPT", "checkpoints/selfplay-4p-d9")
+    guide = NetworkGuide(load_policy(f"ppo:{path}", config, seed), config, label=path)
+    options.setdefault("puct", float(os.environ.get("SEARCH_C", "0.25")))
+    return ISMCTSPolicy(config, seed, guide=guide, **_budget(), **options)
+
+
+def plain(config, seed=None):
+    return ISMCTSPolicy(config, seed, **_budget())
+
+
+def root(config, seed=None):
+    return _guided(config, seed)
+
+
+def root_c1(config, seed=None):
+    return _guided(config, seed, puct=1.0)
+
+
+def mine(config, seed=None):
+    return _guided(config, seed, node_priors="mine")
+
+
+def all(config, seed=None):  # noqa: A001  (the variant's name)
+    return _guided(config, seed, node_priors="all")
+
+
+def net4(config, seed=None):
+    return _guided(config, seed, rollout_net=4)
