@@ -124,6 +124,16 @@ def test_gymnasium_make_vec_sync_and_async_never_sample_an_empty_mask():
     assert seen["sync"] == seen["async"]  # the same seeded games in both modes
 
 
+def test_openspiel_ismcts_plays_our_heuristic_through_evaluate_bots():
+    pytest.importorskip("pyspiel", reason="optional extra: pip install -e '.[openspiel]'")
+    out = load("openspiel_ismcts").main(["--games", "4", "--simulations", "8"])
+    assert [seat for seat, _ in out["results"]] == [0, 1, 0, 1]  # ISMCTS moves round the table
+    for _, returns in out["results"]:  # R13, two players: +1 / -1, or 0 each on a tie
+        assert sorted(returns) in ([-1.0, 1.0], [0.0, 0.0])
+    mean = np.mean([returns[seat] for seat, returns in out["results"]])
+    assert out["ismcts_return"] == pytest.approx(mean)
+
+
 def test_rllib_example_trains_self_play_with_legal_actions_only():
     pytest.importorskip("ray", reason="Ray RLlib: its own venv, make test-rllib")
     out = load("rllib_ppo").main(["--iterations", "1", "--batch", "128"])
