@@ -118,9 +118,8 @@ DRIVER_FIELDS = {
 # OpenSpiel parameters cannot be None: 0 stands for the config's None in these fields.
 NONE_AS_ZERO = ("hand_size", "num_rounds", "target_score")
 
-DEFAULT_PARAMS = {
-    name: 0 if name in NONE_AS_ZERO else getattr(ChickenFootConfig(), name) for name in RULE_FIELDS
-}
+_DEFAULTS = ChickenFootConfig()
+DEFAULT_PARAMS = {name: 0 if name in NONE_AS_ZERO else getattr(_DEFAULTS, name) for name in RULE_FIELDS}
 
 _CHANCE, _START = -1, -2  # event kinds besides decisions (whose first entry is the seat)
 RESAMPLE_TRIES = 500
@@ -301,15 +300,22 @@ class ChickenFootState(pyspiel.State):
         `pyspiel.UniformProbabilitySampler`)."""
         n = self._core.shared.config.num_players
         if isinstance(player_id, bool) or not isinstance(player_id, (int, np.integer)) or not 0 <= player_id < n:
-            raise ValueError(f"resample_from_infostate: player_id must be a seat 0..{n - 1}; got {player_id!r}")
+            raise ValueError(
+                f"resample_from_infostate: player_id must be a seat 0..{n - 1}; got {player_id!r}"
+            )
         rng = np.random.default_rng([int(probability_sampler() * 2**32) for _ in range(2)])
         core = self._core.resample(int(player_id), rng)
+        # The new state's history is this one's with the current round's chance outcomes
+        # replaced. A clone would carry this history, true outcomes and all; OpenSpiel builds a
+        # Python state with a given history only by deserializing one (its own format: the
+        # history, the move number, the pickled Python attributes).
         history = self.full_history()
-        played = len(core.events) - sum(1 for e in core.events if e[0] == _START)
+        current = len(history) - sum(1 for e in core.events if e[0] != _START)
         tiles = iter([e[1] for e in core.events if e[0] == _CHANCE])
-        head = history[: len(history) - played]
-        tail = [(h.player, next(tiles) if h.player == pyspiel.PlayerId.CHANCE else h.action) for h in history[len(history) - played :]]
-        pairs = [(h.player, h.action) for h in head] + tail
+        pairs = [(h.player, h.action) for h in history[:current]] + [
+            (h.player, next(tiles) if h.player == pyspiel.PlayerId.CHANCE else h.action)
+            for h in history[current:]
+        ]
         text = (
             "history=" + ",".join(f"{p}:{a}" for p, a in pairs)
             + f"\nmove_number={self.move_number()}\n__dict__="

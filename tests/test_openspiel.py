@@ -360,6 +360,23 @@ def test_i15_resample_keeps_the_infostate_and_reads_nothing_else(fields):
     assert checked > 5 and differ > checked // 2
 
 
+def test_i15_resample_at_chance_nodes_and_at_the_end():
+    game = pyspiel.load_game(og.GAME_NAME, {"num_players": 3, "draw_until_playable": True, "num_rounds": 2})
+    rng, state, checked = np.random.default_rng(2), game.new_initial_state(), 0
+    while not state.is_terminal():
+        if state.is_chance_node() and rng.random() < 0.2:  # mid-deal, mid-search, mid-draw
+            for p in range(3):
+                sampler = pyspiel.UniformProbabilitySampler(int(rng.integers(1 << 30)), 0.0, 1.0)
+                sample = state.resample_from_infostate(p, sampler)
+                assert sample.information_state_string(p) == state.information_state_string(p)
+                assert sample.is_chance_node() and len(sample.chance_outcomes()) == len(state.chance_outcomes())
+                checked += 1
+        state.apply_action(random_action(state, rng))
+    assert checked > 20
+    end = state.resample_from_infostate(0, pyspiel.UniformProbabilitySampler(0.0, 1.0))
+    assert end.is_terminal() and str(end) == str(state)  # at the end everything is public
+
+
 def test_i15_resample_validates_the_player():
     _, state = played_state({}, seed=1, decisions=3)
     with pytest.raises(ValueError, match="player_id must be a seat 0..3"):
