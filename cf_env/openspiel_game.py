@@ -14,10 +14,11 @@ every observation the encoder's (`cf_env.observation`).
 max_pips, num_players, hand_size, num_rounds, spinner_arms, toes, draw_until_playable,
 must_play_drawn, double_blank_value, start_search, target_score, tie_break. OpenSpiel has no
 None, so 0 stands for None (hand_size and num_rounds: the default; target_score: none). The
-config's driver options are not game parameters and are refused by name: `reward_mode`
-(OpenSpiel returns are R13's result, below), `illegal_action` (an illegal action always raises,
-the state unchanged) and `skip_forced` (every decision is a node, so the tree never depends on
-hidden tiles; OpenSpiel's bots answer one-action nodes at once).
+config's driver options are not game parameters (`pyspiel.load_game` calls them unknown;
+`config_from_params` says why): `reward_mode` (OpenSpiel returns are R13's result, below),
+`illegal_action` (an illegal action always raises, the state unchanged) and `skip_forced`
+(every decision is a node, so the tree never depends on hidden tiles; OpenSpiel's bots answer
+one-action nodes at once).
 
 **Actions** are our action ids (`cf_env.actions`): 2t / 2t+1 play tile t, 2T draws, 2T+1
 passes; `legal_actions()` is the engine's legal set. **Chance outcomes** are tile ids 0..T-1.
@@ -47,12 +48,13 @@ gives p there (`cf_env.observation.Encoder`), its pieces named in `dict` as in
 node of a deal (no round on the table yet) all zeros. `observation_string` lists the vector's
 non-zero pieces. The perfect-recall observer (`information_state_string`) is a string:
 
-    p<viewer> <finished rounds> r<round> <events>
+    p<viewer> r0 <events> = <points>; r1 <events> = <points>; ... r<current> <events>
 
-with, per event, `<seat>+<tile>` for a chance outcome that seat received (`?` for a tile
-hidden from the viewer), `start <seat> <value>` when the start double is placed, and
-`<seat>:<action id>` for a decision. A finished round is public: at its end every tile it
-dealt or drew is shown (R12 counts the hands face up) with the round's points after `=`. Nothing
+(`end` in place of the current round once the game is over) with, per event, `<seat>+<tile>`
+for a chance outcome that seat received (`?` for a tile hidden from the viewer), `start <seat>
+<value>` when the start double is placed, and `<seat>:<action id>` for a decision. A finished
+round is public: at its end every tile it dealt or drew is shown (R12 counts the hands face up)
+with each seat's points (R12) after `=`. Nothing
 hidden in a finished round can change a later return (R4 shuffles every tile again and the
 points are public), and it keeps resampling to the current round. There is no
 information-state tensor.
