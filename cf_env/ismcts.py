@@ -192,6 +192,7 @@ class ISMCTSPolicy:
         puct: float | None = None,
         node_priors: str = "root",
         rollout_net: int = 0,
+        rollout: str = "greedy",
     ):
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise ValueError(f"ismcts iterations must be a positive int; got {iterations!r}")
@@ -209,6 +210,9 @@ class ISMCTSPolicy:
         # `rollout_net` real decisions of each rollout before the greedy rule.
         if node_priors not in ("root", "mine", "all"):
             raise ValueError(f"node_priors must be 'root', 'mine' or 'all'; got {node_priors!r}")
+        if rollout not in ("greedy", "follow"):
+            raise ValueError(f"rollout must be 'greedy' or 'follow'; got {rollout!r}")
+        self.rollout = rollout
         self.node_priors = node_priors if guide is not None else "root"
         self.rollout_net = rollout_net if guide is not None else 0
         self.network_calls = 0
@@ -219,6 +223,7 @@ class ISMCTSPolicy:
         self.n = config.num_players
         # Per round: (search config, root engine, work engine). See the module docstring.
         self._engines: dict[int, tuple[ChickenFootConfig, Engine, Engine]] = {}
+        self._follow_choosers: dict[Engine, list] = {}
         self._rng_state = np.random.default_rng(0).bit_generator.state
         self.last_iterations = 0  # how many the last decision ran (time budgets vary)
         # Greedy rollout: the actions grouped into bitsets by value, best first.
@@ -235,6 +240,14 @@ class ISMCTSPolicy:
         # by bisection (5 steps instead of a scan over some 25 groups).
         self._reach = list(itertools.accumulate(self._groups, operator.or_))
         self._choosers = [self._greedy] * self.n
+        # "follow" rollouts: the value of an action is the greedy one plus FOLLOW_WEIGHT per
+        # other tile in the mover's hand carrying the end it opens (the heuristic bot's
+        # W_FOLLOW: an end I can extend next turn).
+        self._value = [value[a] for a in range(config.num_actions)]
+        self._opens = [-1] * config.num_actions  # the open end an action leaves (-1: none)
+        for t, (lo, hi) in enumerate(self.tables.pairs):
+            if lo != hi:  # a double starts a foot (R9): no end of its own to follow
+                self._opens[2 * t], self._opens[2 * t + 1] = hi, lo
 
     @classmethod
     def from_spec(cls, config: ChickenFootConfig, seed: int | None, arg: str) -> ISMCTSPolicy:
@@ -314,7 +327,10 @@ class ISMCTSPolicy:
         every rules invariant once per decision; and the work engine iterations play on."""
         if state.round not in self._engines:
             cfg = self._search_config(state.round)
-            self._engines[state.round] = (cfg, Engine(cfg, seed=0), Engine(cfg, seed=0))
+            work = Engine(cfg, seed=0)
+            self._engines[state.round] = (cfg, Engine(cfg, seed=0), work)
+            if self.rollout == "follow":
+                self._follow_choosers[work] = [lambda legal, e=work: self._follow(e, legal)] * self.n
         cfg, root, work = self._engines[state.round]
         pairs, n = self.tables.pairs, self.n
         opponents, boneyard = sampler.sample()
@@ -377,6 +393,24 @@ class ISMCTSPolicy:
         tied = actions_in(best)
         return tied[int(self.uniform() * len(tied))]
 
+    FOLLOW_WEIGHT = 3.0
+
+    def _follow(self, engine: Engine, legal: int) -> int:
+        """Rollout choice: greedy value plus FOLLOW_WEIGHT per other tile carrying the new end."""
+        hand, attach = engine.hand_bits(engine.current), self.tables.attach_bits
+        value, opens, w = self._value, self._opens, self.FOLLOW_WEIGHT
+        best, top = [], -math.inf
+        for a in actions_in(legal):
+            v = value[a]
+            end = opens[a]
+            if end >= 0:
+                v += w * ((hand & attach[end]).bit_count() - 1)  # (the tile itself carries it)
+            if v > top:
+                best, top = [a], v
+            elif v == top:
+                best.append(a)
+        return best[0] if len(best) == 1 else best[int(self.uniform() * len(best))]
+
     def _iterate(self, root: _Node, engine: Engine) -> None:
         u, c = self.uniform, self.exploration
         node, path, finished = root, [], []
@@ -430,6 +464,8 @@ class ISMCTSPolicy:
         if not finished:
             if self.rollout_net:
                 finished = self._net_rollout(engine)
+            elif self.rollout == "follow":
+                finished = engine.advance(choosers=self._follow_choosers[engine])
             else:
                 finished = engine.advance(choosers=self._choosers)
         points = finished[0]

@@ -446,13 +446,23 @@ def test_i14_measured_guided_alternatives_play_legal_moves():
     """The alternatives the guided scheme was chosen against (priors at every node, network
     moves in rollouts; docs/search/variants.py) stay runnable: legal moves, network called."""
     network = load_policy(f"ppo:{CKPT}", D9, 0)
-    for options in ({"node_priors": "all"}, {"node_priors": "mine"}, {"rollout_net": 2}):
+    for options in ({"node_priors": "all"}, {"node_priors": "mine"}, {"rollout_net": 2},
+                    {"rollout": "follow"}):
         policy = ISMCTSPolicy(D9, seed=1, iterations=12, guide=NetworkGuide(network, D9), **options)
         for _, obs in itertools.islice(decisions(D9, seed=4), 4):
             assert obs["action_mask"][policy.act(obs)] == 1
-        assert policy.network_calls > 0, options
+        assert policy.network_calls > 0 or options == {"rollout": "follow"}, options
     with pytest.raises(ValueError, match="node_priors must be"):
         ISMCTSPolicy(D9, node_priors="some")
+    with pytest.raises(ValueError, match="rollout must be"):
+        ISMCTSPolicy(D9, rollout="smart")
+
+
+def test_i14_hand_bits_are_the_hand_as_action_bits():
+    tables = tile_tables(9)
+    for engine, _ in itertools.islice(decisions(D9, seed=6, share=1.0), 10):
+        for seat in range(4):
+            assert engine.hand_bits(seat) == sum(tables.tile_bits[t] for t in engine.hand(seat))
 
 
 def test_i14_search_bench_prints_rows_for_each_search():

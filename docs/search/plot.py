@@ -13,8 +13,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 LINES = {"ismcts": "ismcts (greedy rollouts)", "guided": "guided (checkpoint prior at the root)"}
+SHIFT = {"ismcts": 0.97, "guided": 1.03}  # side by side at each iteration count
 
 
 def point(path: Path) -> tuple[float, float, float, int]:
@@ -35,7 +37,7 @@ def main() -> None:
         x = [int(p.stem.split("-")[1]) for p in runs]
         pts = [point(p) for p in runs]
         deals.update(p[3] for p in pts)
-        ax.errorbar(x, [p[0] for p in pts], yerr=[[p[0] - p[1] for p in pts], [p[2] - p[0] for p in pts]],
+        ax.errorbar([v * SHIFT[kind] for v in x], [p[0] for p in pts], yerr=[[p[0] - p[1] for p in pts], [p[2] - p[0] for p in pts]],
                     marker="o", capsize=3, label=label)
     alone = curve / "ppo-0.json"
     if alone.is_file():
@@ -46,6 +48,7 @@ def main() -> None:
     ax.axhline(25, color="grey", linestyle=":", label="parity (25%)")
     ax.set_xscale("log")
     ax.set_xticks([50, 200, 800], ["50", "200", "800"])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("iterations per decision")
     ax.set_ylabel("single-round win rate vs 3x heuristic (%)")
     n = "/".join(str(d) for d in sorted(deals))

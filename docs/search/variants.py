@@ -11,6 +11,8 @@ time per decision (default 25), or `SEARCH_ITERATIONS` iterations when set.
 * `mine`       — priors also at every node where the searching player acts.
 * `all`        — priors at every node (each computed once, from the first determinization there).
 * `net4`       — root prior, and the network plays the first 4 real choices of each rollout.
+* `plain_follow`, `root_follow` — `plain` and `root` with "follow" rollouts (greedy value + 3 per
+  other tile in hand carrying the end the move opens, as the heuristic bot's W_FOLLOW).
 """
 
 from __future__ import annotations
@@ -56,3 +58,11 @@ def all(config, seed=None):  # noqa: A001  (the variant's name)
 
 def net4(config, seed=None):
     return _guided(config, seed, rollout_net=4)
+
+
+def plain_follow(config, seed=None):
+    return ISMCTSPolicy(config, seed, rollout="follow", **_budget())
+
+
+def root_follow(config, seed=None):
+    return _guided(config, seed, rollout="follow")
