@@ -28,7 +28,6 @@ from __future__ import annotations
 import bisect
 import copy
 import functools
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -694,115 +693,6 @@ class Engine:
         for name in _COPY_AS_IS:  # any other field: immutable values, shared as `clone` shares them
             setattr(self, name, getattr(other, name))
 
-    def redeal(self, hands: Sequence[Sequence[int]], boneyard: Sequence[int]) -> None:
-        """Give the hidden tiles out again, in place: seat s's hand becomes `hands[s]` and the
-        boneyard `boneyard` (tile ids; `boneyard[0]` is drawn first). Search calls it on a copy
-        of a position to play out one sampled deal (a determinization) without a snapshot.
-
-        Everything public is kept: the table, the layout, every hand's size, the boneyard's
-        size, voids, played tiles, scores, the seat to act. So the new deal must hold exactly the
-        tiles not on the table, each hand as many as it holds now, and a drawn tile (R8) must
-        stay in the acting seat's hand; then every invariant `restore` checks still holds (the
-        tests restore each re-dealt engine's snapshot). Raises `ValueError` naming the problem,
-        the engine unchanged. Nothing is settled afterwards: a re-dealt position is one the
-        real game could be in, and the acting seat's legal set is recomputed on demand."""
-        n, count = self.config.num_players, self._num_tiles
-        if len(hands) != n:
-            raise ValueError(f"redeal: {len(hands)} hands given for {n} seats")
-        for seat, hand in enumerate(hands):
-            if len(hand) != self.hand_counts[seat]:
-                raise ValueError(
-                    f"redeal: hand {seat} gets {len(hand)} tiles but holds {self.hand_counts[seat]} "
-                    "(hand sizes are public and stay as they are)"
-                )
-        if len(boneyard) != len(self.boneyard):
-            raise ValueError(
-                f"redeal: the boneyard gets {len(boneyard)} tiles but holds {len(self.boneyard)}"
-            )
-        # Each place's tiles as one int with byte t set to 1 for tile t: the same layout as the
-        # boards, so a hand's row is its int's bytes, and the check is one sum: every byte of
-        # (deal + table) must be exactly 1 (each tile dealt once, none from the table, R1, R3).
-        spread = _byte_spread(count)
-        try:
-            rows = [sum(map(spread.__getitem__, hand)) for hand in hands]
-            dealt = sum(rows) + sum(map(spread.__getitem__, boneyard))
-        except (KeyError, TypeError):
-            dealt = -1
-        if dealt < 0 or dealt + int.from_bytes(self._table_bytes, "little") != spread[count]:
-            raise ValueError(self._redeal_error(hands, boneyard))
-        if self.drawn_tile >= 0 and not rows[self.current] >> 8 * self.drawn_tile & 1:
-            raise ValueError(
-                f"redeal: the drawn tile {list(self.tables.pairs[self.drawn_tile])} must stay in "
-                f"the hand of seat {self.current}, which drew it (R8)"
-            )
-        board, bits = self._hand_bytes, self.tables.tile_bits
-        for seat, row in enumerate(rows):
-            board[seat * count : (seat + 1) * count] = row.to_bytes(count, "little")
-        self._hand_bits = [sum(map(bits.__getitem__, hand)) for hand in hands]
-        self.boneyard = list(boneyard)[::-1]  # internal order: the next tile drawn is last
-        self._legal = None
-
-    def _redeal_error(self, hands: Sequence[Sequence[int]], boneyard: Sequence[int]) -> str:
-        """What is wrong with a deal `redeal` refused (the slow path: names the first culprit)."""
-        count, seen = self._num_tiles, {}
-        for place, tiles in [*((f"hand {s}", h) for s, h in enumerate(hands)), ("the boneyard", boneyard)]:
-            for t in tiles:
-                if type(t) is not int or not 0 <= t < count:
-                    return f"redeal: {place} names {t!r}, not a tile id (an int 0..{count - 1})"
-                pair = list(self.tables.pairs[t])
-                if self._table_bytes[t]:
-                    return f"redeal: {place} names tile {pair}, which is on the table (public)"
-                if t in seen:
-                    return f"redeal: tile {pair} is dealt twice ({seen[t]} and {place})"
-                seen[t] = place
-        return "redeal: the deal does not hold exactly the tiles off the table"
-
-    # ------------------------------------------------------------------ search: determinizations
-    def copy_from(self, other: Engine, rng: bool = True) -> None:
-        """Become a copy of `other` in place (same config), keeping this engine's boards and views.
-
-        Search resets one engine to the same root position thousands of times per decision;
-        `clone` builds new bytearrays, numpy views and a deep-copied RNG each time, which costs
-        more than the rollout that follows. Here the boards are overwritten in place and only
-        the containers play mutates are copied. The result equals `other.clone()` field by field
-        (tests/test_ismcts.py checks every slot). The RNG only deals later rounds: `rng=False`
-        leaves this engine's own (a search that stops at the round's end never uses it)."""
-        if other.config is not self.config and other.config != self.config:
-            raise ValueError("copy_from needs an engine with the same config (its boards' sizes)")
-        self._hand_bytes[:] = other._hand_bytes
-        self._table_bytes[:] = other._table_bytes
-        self._played_bytes[:] = other._played_bytes
-        self._void_bytes[:] = other._void_bytes
-        self._hand_bits = other._hand_bits[:]
-        self.hand_counts = other.hand_counts[:]
-        self.boneyard = other.boneyard[:]
-        self.open_count = other.open_count[:]
-        self.arms = [Arm(a.parent, a.tiles[:], a.tip) for a in other.arms]
-        self.tip_arms = [ids[:] for ids in other.tip_arms]
-        self.scores = [s[:] for s in other.scores]
-        self.winners = other.winners[:]
-        self.history = other.history[:]
-        if rng:
-            self.rng.bit_generator.state = other.rng.bit_generator.state
-        self._attach = other._attach
-        self._legal = other._legal
-        self._open_attach = other._open_attach
-        self._synthetic_arms = other._synthetic_arms
-        self._values = None if other._values is None else other._values[:]
-        self.center = other.center
-        self.current = other.current
-        self.drawn_tile = other.drawn_tile
-        self.foot_arm = other.foot_arm
-        self.foot_value = other.foot_value
-        self.game_over = other.game_over
-        self.round = other.round
-        self.seed = other.seed
-        self.spinner_empty = other.spinner_empty
-        self.start_seat = other.start_seat
-        self.toes_left = other.toes_left
-        for name in _COPY_AS_IS:  # any other field: immutable values, shared as `clone` shares them
-            setattr(self, name, getattr(other, name))
-
     def hand_bits(self, seat: int) -> int:
         """Seat `seat`'s hand as an int bitset over action ids (each tile's `tiles.tile_bits`):
         the set legality ANDs with the playable ends. Rollout policies on the fast path read it
@@ -952,28 +842,6 @@ def _holder(hands: list[list[int]], tile: int) -> int:
         if tile in hand:
             return seat
     return -1
-
-
-# Fields `copy_from` sets itself (copies of containers, or plain values), the boards' views, the
-# RNG, and what follows from the config; any other field is copied as it is (`_COPY_AS_IS`).
-_COPIED = {
-    "_hand_bytes", "_table_bytes", "_played_bytes", "_void_bytes", "_hand_bits", "hand_counts",
-    "boneyard", "open_count", "arms", "tip_arms", "scores", "winners", "history", "rng",
-    "_attach", "_legal", "_open_attach", "_synthetic_arms", "_values", "center", "current",
-    "drawn_tile", "foot_arm", "foot_value", "game_over", "round", "seed", "spinner_empty",
-    "start_seat", "toes_left", *Engine._VIEWS, "config", "tables", "points", "_deal_seats",
-    "_deal_slices", "_draw_action", "_next_seat", "_no_values", "_num_tiles", "_num_values",
-    "_pass_action", "_value_ids",
-}
-_COPY_AS_IS = tuple(name for name in Engine.__slots__ if name not in _COPIED)
-
-
-@functools.cache
-def _byte_spread(count: int) -> dict[int, int]:
-    """{tile id: 1 << 8 * id} for ids 0..count-1, and [count]: every tile's byte set."""
-    spread = {t: 1 << 8 * t for t in range(count)}
-    spread[count] = int.from_bytes(b"\x01" * count, "little")
-    return spread
 
 
 # Fields `copy_from` sets itself (copies of containers, or plain values), the boards' views, the
