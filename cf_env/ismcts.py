@@ -35,7 +35,9 @@ rewards of that scale (a 20-point swing is 0.22); 0.7 and 0.1 were weaker agains
 through the `ppo:` loader) gives the root a PUCT prior, computed once per decision from the real
 observation, which is exactly the acting player's information set:
 score(a) = Q(a) + `PUCT_C` · P(a) · sqrt(N) / (1 + n(a)), unvisited actions valued 0 (the mean
-zero-sum reward). Below the root the search is the plain one; rollouts stay greedy. Why this
+zero-sum reward). c = 0.25, the scale of the rewards' differences (as UCB's exploration): with
+c = 1 the prior decides nearly every visit, and c = 0.25 beat it by 7.8 points of win rate
+[0.1, 15.4] (100 deals, 25 ms per decision). Below the root the search is the plain one; rollouts stay greedy. Why this
 scheme (measured, 4 players double-9, README "Policies"): a network call costs about 30 µs with
 its observation, a plain iteration about as much as four of them, so a prior at every new node
 or network rollouts cut the iterations by 1.5× to 10× at equal time, and in small head-to-head
@@ -179,7 +181,7 @@ class ISMCTSPolicy:
     # Rollouts value a double 8 points above its pips, as the heuristic bot does (W_DOUBLE):
     # doubles attach one way only and are worth shedding early.
     ROLLOUT_DOUBLE_BONUS = 8.0
-    PUCT_C = 1.0
+    PUCT_C = 0.25  # measured: +7.8 points [0.1, 15.4] against c = 1 (README "Policies")
 
     def __init__(
         self,

@@ -2,7 +2,7 @@
 # Issue 14 measurements: the search agents' cost and strength (4 players, double-9, single
 # rounds, duplicate deals). Run from the repository root, on an otherwise idle machine:
 #
-#   bash docs/search/run.sh                 # everything (about 4 h of CPU; see README "Policies")
+#   bash docs/search/run.sh                 # everything (~5.3 CPU-hours; README "Policies")
 #   PARTS=bench bash docs/search/run.sh     # only the µs-per-iteration rows (~1 min)
 #   PARTS=curve WORKERS=2 bash docs/search/run.sh
 #   SMOKE=1 OUT=/tmp/search bash docs/search/run.sh   # a handful of deals: checks the script only

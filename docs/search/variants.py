@@ -7,7 +7,7 @@ time per decision (default 25), or `SEARCH_ITERATIONS` iterations when set.
 
 * `plain`      — `ismcts` (no network).
 * `root`       — PUCT prior at the root only, c = `SEARCH_C` (default 0.25), greedy rollouts.
-* `root_c1`    — the same with c = 1 (the prior then decides most visits).
+* `root_c1`, `root_c01` — the same with c = 1 (the prior then decides most visits) and c = 0.1.
 * `mine`       — priors also at every node where the searching player acts.
 * `all`        — priors at every node (each computed once, from the first determinization there).
 * `net4`       — root prior, and the network plays the first 4 real choices of each rollout.
@@ -46,6 +46,10 @@ def root(config, seed=None):
 
 def root_c1(config, seed=None):
     return _guided(config, seed, puct=1.0)
+
+
+def root_c01(config, seed=None):
+    return _guided(config, seed, puct=0.1)
 
 
 def mine(config, seed=None):
