@@ -24,32 +24,48 @@ scores it by the round's points (R12), so the fake history cannot change a decis
 
 **Plain search** (`ismcts:<budget>`): selection by UCB1 with availability counts (an action's
 statistics are compared only over the iterations in which it was legal), expansion of one
-untried action, a rollout to the end of the round with a greedy rule (heaviest playable tile, a
-double counting `ROLLOUT_DOUBLE_BONUS` extra) on the engine's legal bitsets (`Engine.advance`
-with a chooser per seat; no observation is built), and back-propagation of each seat's zero-sum
-round reward ((mean of the others' points − own points) / points_scale) to the nodes where that
-seat chose. The move played is the root action with the most visits. Exploration 0.25 suits
-rewards of that scale (a 20-point swing is 0.22); 0.7 and 0.1 were weaker against `heuristic`.
+untried action, a rollout to the end of the round on the engine's legal bitsets
+(`Engine.advance` with a chooser per seat; no observation is built), and back-propagation of
+each seat's zero-sum round reward ((mean of the others' points − own points) / points_scale) to
+the nodes where that seat chose. The move played is the root action with the most visits.
+Exploration 0.25 suits rewards of that scale (a 20-point swing is 0.22); 0.7 and 0.1 were weaker
+against `heuristic`. The rollout rule ("follow") plays the legal action of highest value: the
+tile's points, a double `ROLLOUT_DOUBLE_BONUS` more, and `FOLLOW_WEIGHT` per other tile in the
+mover's hand carrying the end the move opens (the heuristic bot's W_DOUBLE and W_FOLLOW, read
+from `Engine.hand_bits`). It beat the bare greedy rule ("greedy": points and the double bonus
+only) by 12.7 points of win rate [5.7, 19.8] in plain search at equal time.
 
 **Guided search** (`guided:<checkpoint>:<budget>`): the checkpoint's actor (numpy weights, read
 through the `ppo:` loader) gives the root a PUCT prior, computed once per decision from the real
 observation, which is exactly the acting player's information set:
 score(a) = Q(a) + `PUCT_C` · P(a) · sqrt(N) / (1 + n(a)), unvisited actions valued 0 (the mean
-zero-sum reward). c = 0.25, the scale of the rewards' differences (as UCB's exploration): with
-c = 1 the prior decides nearly every visit, and c = 0.25 beat it by 7.8 points of win rate
-[0.1, 15.4] (100 deals, 25 ms per decision). Below the root the search is the plain one; rollouts stay greedy. Why this
-scheme (measured, 4 players double-9, README "Policies"): a network call costs about 30 µs with
-its observation, a plain iteration about as much as four of them, so a prior at every new node
-or network rollouts cut the iterations by 1.5× to 10× at equal time, and in small head-to-head
-runs neither bought that back; the checkpoints are actor-only, so there is no value head for
-leaves or truncated rollouts.
+zero-sum reward). Below the root it searches as the plain search, with the same rollouts.
+
+Why this scheme — small equal-time head-to-head runs, 4 players double-9, single rounds, 25 ms
+of CPU per decision, lineup [A, B, heuristic, heuristic], 100 duplicate deals (200 for the two
+runs with "follow" rollouts on both sides), A − B win rate with its 95% interval
+(`docs/search/variants.py`; README "Policies"):
+
+* root prior vs none (greedy rollouts both): +14.8 [8.0, 21.5]; vs the checkpoint playing
+  alone: +11.2 [4.0, 18.5];
+* c = 0.25 vs c = 1 (with c = 1 the prior decides nearly every visit): +7.8 [0.1, 15.4];
+  c = 0.1 vs 0.25: +5.1 [−1.0, 11.3] with greedy rollouts, +1.8 [−3.3, 6.8] with "follow":
+  level, so c stays at the scale of UCB's exploration;
+* "follow" vs greedy rollouts under the prior: +2.5 [−4.6, 9.6] (round score −2.9 points
+  [−4.7, −1.2]);
+* a prior at every node too, computed once per node from the acting seat's observation in the
+  determinization that reaches it: +2.8 [−3.6, 9.1] for about 20% more per iteration;
+* the network choosing the first 4 moves of each rollout (about 2× per iteration: an observation
+  and a forward pass per move): +3.4 [−3.3, 10.0] with greedy rollouts after them, −0.3
+  [−4.7, 4.0] with "follow". The checkpoints are actor-only: no value head for leaves or
+  truncated rollouts. Network calls are not batched: there is one per decision.
 
 Budgets: an iteration count, or `ms=<milliseconds>` of this process's CPU time per decision (on
 an idle core the same as wall time; a loaded machine slows the clock, not the thinking). An
 iteration count is reproducible from the seed; a time budget is not (the count it reaches
 depends on the machine).
 
-    python -m cf_env.ismcts --bench       # µs per iteration by set size, before and after
+    python -m cf_env.search_bench       # µs per iteration by set size, before and after
 """
 
 from __future__ import annotations
@@ -176,12 +192,17 @@ class ISMCTSPolicy:
     """`ismcts:<budget>`: information-set MCTS; with `guide`, the guided search (`guided:`).
 
     `iterations` determinizations per decision, or `ms` milliseconds of CPU time (then
-    `iterations` is ignored)."""
+    `iterations` is ignored). `rollout` is "follow" (the default) or "greedy"; `puct`,
+    `node_priors` and `rollout_net` set the guided scheme (the module docstring says which
+    were measured and why the defaults won)."""
 
     # Rollouts value a double 8 points above its pips, as the heuristic bot does (W_DOUBLE):
     # doubles attach one way only and are worth shedding early.
     ROLLOUT_DOUBLE_BONUS = 8.0
-    PUCT_C = 0.25  # measured: +7.8 points [0.1, 15.4] against c = 1 (README "Policies")
+    # "follow" rollouts add this per other tile in the mover's hand carrying the end a move
+    # opens, as the heuristic bot's W_FOLLOW: an end it can extend on its next turn.
+    FOLLOW_WEIGHT = 3.0
+    PUCT_C = 0.25  # measured against 1 and 0.1 (module docstring)
 
     def __init__(
         self,
@@ -194,7 +215,7 @@ class ISMCTSPolicy:
         puct: float | None = None,
         node_priors: str = "root",
         rollout_net: int = 0,
-        rollout: str = "greedy",
+        rollout: str = "follow",
     ):
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise ValueError(f"ismcts iterations must be a positive int; got {iterations!r}")
@@ -242,9 +263,8 @@ class ISMCTSPolicy:
         # by bisection (5 steps instead of a scan over some 25 groups).
         self._reach = list(itertools.accumulate(self._groups, operator.or_))
         self._choosers = [self._greedy] * self.n
-        # "follow" rollouts: the value of an action is the greedy one plus FOLLOW_WEIGHT per
-        # other tile in the mover's hand carrying the end it opens (the heuristic bot's
-        # W_FOLLOW: an end I can extend next turn).
+        # "follow" rollouts: the greedy value plus FOLLOW_WEIGHT per other tile carrying the
+        # end the action opens.
         self._value = [value[a] for a in range(config.num_actions)]
         self._opens = [-1] * config.num_actions  # the open end an action leaves (-1: none)
         for t, (lo, hi) in enumerate(self.tables.pairs):
@@ -395,8 +415,6 @@ class ISMCTSPolicy:
         tied = actions_in(best)
         return tied[int(self.uniform() * len(tied))]
 
-    FOLLOW_WEIGHT = 3.0
-
     def _follow(self, engine: Engine, legal: int) -> int:
         """Rollout choice: greedy value plus FOLLOW_WEIGHT per other tile carrying the new end."""
         hand, attach = engine.hand_bits(engine.current), self.tables.attach_bits
@@ -507,14 +525,16 @@ class ISMCTSPolicy:
         return [p if p > 0 else -1.0 for p in prior]
 
     def _net_rollout(self, engine: Engine) -> list[list[int]]:
-        """The network (argmax) makes the first `rollout_net` real choices, greedy the rest."""
+        """The network (argmax) makes the first `rollout_net` real choices, the rollout rule
+        the rest."""
         left = self.rollout_net
         guide = self.guide
+        rule = self._follow_choosers[engine][0] if self.rollout == "follow" else self._greedy
 
         def net(legal: int) -> int:
             nonlocal left
             if left <= 0:
-                return self._greedy(legal)
+                return rule(legal)
             left -= 1
             self.network_calls += 1
             z = guide.logits(guide.encoder.observe(engine, engine.current)[None, :])[0]

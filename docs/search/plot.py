@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
-LINES = {"ismcts": "ismcts (greedy rollouts)", "guided": "guided (checkpoint prior at the root)"}
+LINES = {"ismcts": "ismcts (no network)", "guided": "guided (checkpoint prior at the root)"}
 SHIFT = {"ismcts": 0.97, "guided": 1.03}  # side by side at each iteration count
 
 

@@ -5,7 +5,7 @@ Each is a `module:factory` spec with `docs/search` on PYTHONPATH, e.g.
 `SEARCH_CKPT` (default checkpoints/selfplay-4p-d9) and the budget `SEARCH_MS` milliseconds of CPU
 time per decision (default 25), or `SEARCH_ITERATIONS` iterations when set.
 
-* `plain`      — `ismcts` (no network).
+* `plain`      — `ismcts` with greedy rollouts (no network).
 * `root`       — PUCT prior at the root only, c = `SEARCH_C` (default 0.25), greedy rollouts.
 * `root_c1`, `root_c01` — the same with c = 1 (the prior then decides most visits) and c = 0.1.
 * `mine`       — priors also at every node where the searching player acts.
@@ -13,6 +13,9 @@ time per decision (default 25), or `SEARCH_ITERATIONS` iterations when set.
 * `net4`       — root prior, and the network plays the first 4 real choices of each rollout.
 * `plain_follow`, `root_follow` — `plain` and `root` with "follow" rollouts (greedy value + 3 per
   other tile in hand carrying the end the move opens, as the heuristic bot's W_FOLLOW).
+* `root_follow_c01`, `net4_follow` — `root_follow` with c = 0.1, and with `net4`'s rollouts.
+
+Every variant names its rollout rule and c, so it measures the same thing whatever the defaults.
 """
 
 from __future__ import annotations
@@ -33,11 +36,12 @@ def _guided(config, seed, **options) -> ISMCTSPolicy:
     path = os.environ.get("SEARCH_CKPT", "checkpoints/selfplay-4p-d9")
     guide = NetworkGuide(load_policy(f"ppo:{path}", config, seed), config, label=path)
     options.setdefault("puct", float(os.environ.get("SEARCH_C", "0.25")))
+    options.setdefault("rollout", "greedy")
     return ISMCTSPolicy(config, seed, guide=guide, **_budget(), **options)
 
 
 def plain(config, seed=None):
-    return ISMCTSPolicy(config, seed, **_budget())
+    return ISMCTSPolicy(config, seed, rollout="greedy", **_budget())
 
 
 def root(config, seed=None):
@@ -70,3 +74,11 @@ def plain_follow(config, seed=None):
 
 def root_follow(config, seed=None):
     return _guided(config, seed, rollout="follow")
+
+
+def root_follow_c01(config, seed=None):
+    return _guided(config, seed, rollout="follow", puct=0.1)
+
+
+def net4_follow(config, seed=None):
+    return _guided(config, seed, rollout="follow", rollout_net=4)
