@@ -44,7 +44,8 @@ zero-sum reward). Below the root it searches as the plain search, with the same 
 Why this scheme — small equal-time head-to-head runs, 4 players double-9, single rounds, 25 ms
 of CPU per decision, lineup [A, B, heuristic, heuristic], 100 duplicate deals (200 for the two
 runs with "follow" rollouts on both sides), A − B win rate with its 95% interval
-(`docs/search/variants.py`; README "Policies"):
+(`docs/search/variants.py`, results in docs/search/scheme/; README "Policies", which says which
+runs played the previous `selfplay-4p-d9`):
 
 * root prior vs none (greedy rollouts both): +14.8 [8.0, 21.5]; vs the checkpoint playing
   alone: +11.2 [4.0, 18.5];
