@@ -128,6 +128,9 @@ class raw_env(AECEnv):
         finished = self.engine.reset(int(self._seeder.integers(2**63)))
         self._begin_game(num_steps=0)
         self._after_engine_step(finished)
+        # With skip_forced the engine may finish rounds (even the game) inside reset; their
+        # rewards must reach last() like any step's.
+        self._accumulate_rewards()
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         seat = self.agent_name_mapping[agent]

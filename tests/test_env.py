@@ -419,3 +419,22 @@ def test_i12_07_bad_pending_rewards_are_refused_and_change_nothing(key, value, f
     with pytest.raises(cf_env.SnapshotError, match=fragment):
         env.restore({**snap, key: value})
     assert json.dumps(env.snapshot(), sort_keys=True) == before
+
+
+def test_rewards_of_rounds_finished_inside_reset_reach_last():
+    """skip_forced can play a whole tiny game inside reset (found by test_fuzz): the rewards of
+    the rounds it finishes are handed out by last(), as after any step (R12 round points)."""
+    cfg = ChickenFootConfig(max_pips=6, num_players=2, hand_size=2, num_rounds=1,
+                            double_blank_value=0, reward_mode="score", skip_forced=True)
+    env = cf_env.env(**cfg.to_dict())
+    env.reset(seed=182)
+    raw = env.unwrapped
+    assert raw.engine.game_over  # the scenario: nothing left to decide after reset
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    while env.agents:
+        _, reward, term, trunc, _ = env.last()
+        totals[env.agent_selection] += reward
+        env.step(None)
+    expected = {agent: -sum(raw.engine.scores[seat]) / cfg.points_scale
+                for seat, agent in enumerate(env.possible_agents)}
+    assert totals == pytest.approx(expected) and any(expected.values())

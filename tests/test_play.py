@@ -100,6 +100,9 @@ def test_ctrl_c_at_the_prompt_exits_cleanly():
             seen += chunk
     assert b"your move" in seen, seen[-500:]
     proc.send_signal(signal.SIGINT)
+    # Wait before closing stdin (communicate() closes it at once): an EOF at the prompt that
+    # wins the race against the signal is a clean quit (exit 0), not the Ctrl-C under test.
+    proc.wait(timeout=30)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert b"interrupted" in out
