@@ -109,6 +109,7 @@ from gymnasium import spaces
 
 from .config import ChickenFootConfig
 from .engine import Engine, IllegalActionError
+from .env import INFO_KEYS as AEC_INFO_KEYS
 from .observation import OBSERVATION_VERSION, Encoder, SeatView
 from .policies import Policy, legal_fast_path, load_policy
 from .rewards import game_rewards, round_rewards
@@ -117,18 +118,9 @@ ENV_ID = "cf_env/ChickenFoot-v1"
 EPISODES = ("round", "game")
 
 # The info schema (module docstring): every info has exactly these keys, at reset and at every
-# step, with these types (`action_mask`: a bool array of shape (2T+2,)).
-INFO_KEYS: dict[str, type] = {
-    "learner_seat": int,
-    "round": int,
-    "round_over": bool,
-    "round_points": int,
-    "game_total": int,
-    "game_over": bool,
-    "win": float,
-    "illegal_action": bool,
-    "action_mask": np.ndarray,
-}
+# step, with these types: the AEC env's, for the learner's seat, between `learner_seat` and the
+# mask (`action_mask`: a bool array of shape (2T+2,)).
+INFO_KEYS: dict[str, type] = {"learner_seat": int, **AEC_INFO_KEYS, "action_mask": np.ndarray}
 
 # Why `step` cannot run now (`ChickenFootSingleAgentEnv._halted`); None while an episode runs.
 _NOT_STARTED = "no episode is running; call reset() first"
