@@ -88,6 +88,9 @@ def test_ctrl_c_at_the_prompt_exits_cleanly():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
+        # A test run started in the background of a non-interactive shell (nohup ... &) has
+        # SIGINT ignored, and children inherit that: give the game the default, as a terminal does.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     seen = b""
     deadline = time.monotonic() + 60
@@ -100,8 +103,8 @@ def test_ctrl_c_at_the_prompt_exits_cleanly():
             seen += chunk
     assert b"your move" in seen, seen[-500:]
     proc.send_signal(signal.SIGINT)
-    # Wait before closing stdin (communicate() closes it at once): an EOF at the prompt that
-    # wins the race against the signal is a clean quit (exit 0), not the Ctrl-C under test.
+    # Wait before closing stdin (communicate() closes it at once): an EOF at the prompt is a
+    # clean quit (exit 0), not the Ctrl-C under test.
     proc.wait(timeout=30)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
