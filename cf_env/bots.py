@@ -109,12 +109,13 @@ class ObservationDecoder:
 
     def __init__(self, config: ChickenFootConfig):
         self.config = config
-        self.slices = Encoder(config).layout.slices
+        layout = Encoder(config).layout
+        self.slices = layout.slices
         self.values = config.max_pips + 1
         # The pieces encoded as count / scale: decoding multiplies the whole vector by this once
         # (a handful of numpy calls per decode instead of four per piece; policies decode at
         # every decision).
-        self.scale = np.ones(Encoder(config).layout.size, dtype=np.float64)
+        self.scale = np.ones(layout.size, dtype=np.float64)
         for name, factor in (("boneyard_size", config.num_tiles), ("hand_sizes", config.hand_size),
                              ("scores", config.points_scale)):
             self.scale[self.slices[name]] = factor
