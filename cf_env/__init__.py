@@ -4,20 +4,30 @@
     env = cf_env.env(num_players=4)          # raw_env wrapped like PettingZoo classic envs
     env.reset(seed=0)
 
-Modules: `config` (rules and variants), `tiles` and `actions` (the id contracts), `engine` (the
-only code that changes game state), `observation`, `rewards`, `env` (AEC adapter;
-`chicken_foot_v1` its versioned entry point, `chicken_foot_v0` the deprecated first version,
-imported only when used), `single_agent` (the gymnasium learner's view), `policies` and `bots`
-(the policy protocol and baselines), `render` and `render_image` (text and pictures), `record`,
-`replay` and `play` (game records, replays, a terminal game against any policies), `bench` and
-`soak`.
+The subpackages are the layers, each importing only from those listed before it:
+
+- `core`: the rules (`config`), the id contracts (`tiles`, `actions`), the `engine` (the only code
+  that changes game state), the `observation` encoder and decoder, `rewards`, and `deals` (deals
+  consistent with what a player saw). numpy only.
+- `envs`: adapters to other APIs: the PettingZoo AEC env (`env`; `chicken_foot_v1` its versioned
+  entry point, `chicken_foot_v0` the deprecated first version), the Gymnasium learner's view
+  (`single_agent`) and the OpenSpiel game (`openspiel_game`).
+- `agents`: the policy protocol and spec registry (`policies`), baseline `bots`, and `ismcts`.
+- `viz`: text and pictures (`render`, `render_image`), game records and replays.
+- `tools`: command-line programs: `play`, `demo`, `soak`, `bench`, `search_bench`,
+  `openspiel_bots`.
+
+Adapters import gymnasium/pettingzoo, so this package imports them only when used:
+`import cf_env.core.engine` needs numpy alone. The old flat paths (`cf_env.engine`,
+`python -m cf_env.play`, ...) still work (`cf_env._moved`).
 """
 
-from . import chicken_foot_v1
-from .config import ChickenFootConfig
-from .engine import Engine, IllegalActionError, SnapshotError
-from .env import env, raw_env
-from .observation import OBSERVATION_VERSION
+from cf_env import _moved
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine, IllegalActionError, SnapshotError
+from cf_env.core.observation import OBSERVATION_VERSION
+
+_moved.install()
 
 __all__ = [
     "ChickenFootConfig",
@@ -33,12 +43,21 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    # `cf_env.chicken_foot_v0` stays reachable as an attribute, imported on first use only:
-    # importing it warns DeprecationWarning, which `import cf_env` must not.
-    if name == "chicken_foot_v0":
+    # Adapters load on first use: they import gymnasium/pettingzoo, which the engine must not
+    # need; `chicken_foot_v0` also warns DeprecationWarning on import, which `import cf_env`
+    # must not.
+    if name in ("env", "raw_env"):  # the AEC env: `env()` wrapped like PettingZoo classic envs
+        from cf_env.envs import env as aec
+
+        return getattr(aec, name)
+    if name in ("chicken_foot_v1", "chicken_foot_v0"):
         import importlib
 
-        return importlib.import_module(f"{__name__}.chicken_foot_v0")
+        return importlib.import_module(f"cf_env.envs.{name}")
+    if f"cf_env.{name}" in _moved.MOVED:  # `cf_env.engine.Engine` as before the move
+        import importlib
+
+        return importlib.import_module(f"cf_env.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -48,11 +67,13 @@ def _register() -> None:
     # an env is made; `make_env` is the class with illegal_action defaulting to "penalize"
     # (generic tools step unmasked random actions). v0 (its old infos) stays, deprecated:
     # making it warns, and Gymnasium adds that v1 exists.
-    import gymnasium
-
+    try:
+        import gymnasium
+    except ImportError:  # the engine alone (numpy) is usable without the adapters' libraries
+        return
     single_agent = {
-        "cf_env/ChickenFoot-v1": "cf_env.single_agent:make_env",
-        "cf_env/ChickenFoot-v0": "cf_env.chicken_foot_v0:make_single_agent_env",
+        "cf_env/ChickenFoot-v1": "cf_env.envs.single_agent:make_env",
+        "cf_env/ChickenFoot-v0": "cf_env.envs.chicken_foot_v0:make_single_agent_env",
     }
     for env_id, entry_point in single_agent.items():
         if env_id not in gymnasium.registry:
@@ -65,7 +86,7 @@ def _register() -> None:
     for version in ("v1", "v0"):
         env_id = f"cf_env/chicken_foot-{version}"
         if env_id not in aec_registry:
-            register("aec", env_id, entry_point=f"cf_env.chicken_foot_{version}:env")
+            register("aec", env_id, entry_point=f"cf_env.envs.chicken_foot_{version}:env")
 
 
 _register()

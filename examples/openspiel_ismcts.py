@@ -2,7 +2,7 @@
 
     python examples/openspiel_ismcts.py --games 4 --simulations 20
 
-`import cf_env.openspiel_game` registers the game `python_chicken_foot` with pyspiel (explicit
+`import cf_env.envs.openspiel_game` registers the game `python_chicken_foot` with pyspiel (explicit
 chance nodes for the deal and every draw, R13 returns, `resample_from_infostate` for ISMCTS).
 `openspiel_ismcts_bot` is OpenSpiel's `open_spiel.python.algorithms.ismcts.ISMCTSBot` (random
 rollouts, determinizations from the game's resampler); `policy_bot` seats any policy spec of ours
@@ -19,9 +19,9 @@ import numpy as np
 import pyspiel
 from open_spiel.python.algorithms import evaluate_bots
 
-import cf_env.openspiel_game  # noqa: F401  (registers "python_chicken_foot")
+import cf_env.envs.openspiel_game  # noqa: F401  (registers "python_chicken_foot")
 from cf_env import ChickenFootConfig
-from cf_env.openspiel_bots import openspiel_ismcts_bot, policy_bot
+from cf_env.tools.openspiel_bots import openspiel_ismcts_bot, policy_bot
 
 
 def main(argv: list[str] | None = None) -> dict:

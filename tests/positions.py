@@ -7,7 +7,7 @@ so every position holds the full set exactly once (R1).
 from __future__ import annotations
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.tiles import tile_tables
+from cf_env.core.tiles import tile_tables
 
 
 def build(

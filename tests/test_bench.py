@@ -10,9 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from cf_env import bench
-from cf_env.config import ChickenFootConfig
-from cf_env.env import raw_env
+from cf_env.core.config import ChickenFootConfig
+from cf_env.envs.env import raw_env
+from cf_env.tools import bench
 
 TINY_CFG = ChickenFootConfig(max_pips=6, num_players=2, num_rounds=1)
 TINY = bench.Budget(
@@ -158,7 +158,7 @@ def test_missing_libraries_and_peers_are_reported_not_faked(monkeypatch, capsys)
 @pytest.mark.parametrize("library", ["torchrl", "tianshou"])
 def test_library_loops_step_on_across_game_ends(library):
     pytest.importorskip(library, reason=f"optional extra: pip install -e '.[{library}]'")
-    from cf_env.env import env as wrapped
+    from cf_env.envs.env import env as wrapped
 
     # One round of 2-player double-6 lasts a few dozen steps: 8 calls cross several game ends.
     loop = getattr(bench, f"{library}_loop")(wrapped(**TINY_CFG.to_dict()))

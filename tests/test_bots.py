@@ -12,12 +12,12 @@ import pytest
 from positions import build
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.actions import encode_play
-from cf_env.bots import GreedyPolicy, HeuristicPolicy, ObservationDecoder
-from cf_env.ismcts import ISMCTSPolicy
-from cf_env.observation import Encoder
-from cf_env.policies import load_policy, policy_names, register_policy
-from cf_env.tiles import tile_tables
+from cf_env.agents.bots import GreedyPolicy, HeuristicPolicy, ObservationDecoder
+from cf_env.agents.ismcts import ISMCTSPolicy
+from cf_env.agents.policies import load_policy, policy_names, register_policy
+from cf_env.core.actions import encode_play
+from cf_env.core.observation import Encoder
+from cf_env.core.tiles import tile_tables
 
 PLAYOUT_CONFIGS = [
     {"num_rounds": 3},
@@ -300,9 +300,9 @@ def test_register_policy_before_builtins_keeps_them():
     script = """
 import sys
 from cf_env import ChickenFootConfig
-from cf_env.policies import load_policy, policy_names, register_policy
+from cf_env.agents.policies import load_policy, policy_names, register_policy
 
-assert "cf_env.bots" not in sys.modules  # the order under test: a user's spec first
+assert "cf_env.agents.bots" not in sys.modules  # the order under test: a user's spec first
 mine = lambda config, seed: "mine"
 register_policy("mine", mine)
 config = ChickenFootConfig(max_pips=6, num_players=2)

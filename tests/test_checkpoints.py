@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
-from cf_env.observation import observation_layout
-from cf_env.policies import load_policy
+from cf_env.agents.policies import load_policy
+from cf_env.core.observation import observation_layout
 from training import checkpoints as ckpt
 
 CONFIG = ChickenFootConfig()

@@ -12,7 +12,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from cf_env.config import SUPPORTED_SETS, ChickenFootConfig, default_hand_size, max_players
+from cf_env.core.config import SUPPORTED_SETS, ChickenFootConfig, default_hand_size, max_players
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES_DOC = ROOT / "docs" / "rules.md"
@@ -78,7 +78,7 @@ def test_i12_19_every_cited_rule_number_is_a_rule_heading():
     defined = {int(n) for n, _ in RULE_HEADING.findall(rules_text())}
     cited = cited_rules()
     # The scan reads the code: the engine cites the chicken foot rule.
-    assert any(where.startswith("cf_env/engine.py:") for where in cited.get(9, [])), cited.get(9)
+    assert any(where.startswith("cf_env/core/engine.py:") for where in cited.get(9, [])), cited.get(9)
     missing = {f"R{n}": where[:3] for n, where in sorted(cited.items()) if n not in defined}
     assert not missing, f"rule numbers cited but not defined in docs/rules.md (first places): {missing}"
 

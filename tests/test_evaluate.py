@@ -11,7 +11,7 @@ import pytest
 from cli_errors import user_error
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.record import read_record, replay_config, replay_engine
+from cf_env.viz.record import read_record, replay_config, replay_engine
 from training.evaluate import (
     IllegalPolicyActionError,
     evaluate,
@@ -49,7 +49,7 @@ def returns_a_float(config, seed=None):
 
 def greedy_as_array(config, seed=None):
     """Greedy, returning 0-d integer arrays as SB3's predict() does."""
-    from cf_env.bots import GreedyPolicy
+    from cf_env.agents.bots import GreedyPolicy
 
     class ArrayGreedy(GreedyPolicy):
         def act(self, observation):
@@ -335,7 +335,7 @@ def test_i12_16_unwritable_out_fails_before_playing(tmp_path, capsys, monkeypatc
 
 
 def test_i12_16_record_folder_holds_one_replayable_record_per_game(tmp_path, capsys):
-    from cf_env import replay
+    from cf_env.viz import replay
 
     folder = tmp_path / "games"
     result = main([*SMALL_CLI, "--agent", "greedy", "--opponents", "random", "--seed", "4",

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from cf_env import ChickenFootConfig
-from cf_env.env import INFO_KEYS
+from cf_env.envs.env import INFO_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

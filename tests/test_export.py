@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from cf_env import ChickenFootConfig
-from cf_env.env import raw_env
-from cf_env.policies import load_policy
+from cf_env.agents.policies import load_policy
+from cf_env.envs.env import raw_env
 from training import checkpoints as ckpt
 from training import export as ex
 from training import ppo

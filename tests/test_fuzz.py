@@ -35,9 +35,9 @@ from hypothesis import strategies as st
 
 import cf_env
 from cf_env import ChickenFootConfig, Engine
-from cf_env.config import SUPPORTED_SETS, default_hand_size, max_players
-from cf_env.observation import Encoder, SeatView
-from cf_env.render import render_text
+from cf_env.core.config import SUPPORTED_SETS, default_hand_size, max_players
+from cf_env.core.observation import Encoder, SeatView
+from cf_env.viz.render import render_text
 
 FUZZ = settings(
     deadline=None,

@@ -25,8 +25,8 @@ import pytest
 
 import cf_env
 from cf_env import IllegalActionError, chicken_foot_v1
-from cf_env.env import INFO_KEYS as AEC_INFO_KEYS
-from cf_env.single_agent import ENV_ID, INFO_KEYS, ChickenFootSingleAgentEnv
+from cf_env.envs.env import INFO_KEYS as AEC_INFO_KEYS
+from cf_env.envs.single_agent import ENV_ID, INFO_KEYS, ChickenFootSingleAgentEnv
 
 AEC_CONFIGS = {
     "default": {},
@@ -375,7 +375,7 @@ def test_i15_v1_warns_nothing():
 
 def test_i15_v0_warns_on_import_and_on_every_make():
     # A fresh interpreter: this one may have imported the module already (warned once).
-    code = "import cf_env, cf_env.chicken_foot_v1; import cf_env.chicken_foot_v0"
+    code = "import cf_env, cf_env.chicken_foot_v1; import cf_env.envs.chicken_foot_v0"
     run = subprocess.run(
         [sys.executable, "-W", "error::DeprecationWarning", "-c", code],
         capture_output=True, text=True, timeout=120,
@@ -388,7 +388,7 @@ def test_i15_v0_warns_on_import_and_on_every_make():
     assert run.returncode == 0, run.stderr
     with warnings.catch_warnings():  # warned once per process: maybe already, in this one
         warnings.simplefilter("ignore", DeprecationWarning)
-        from cf_env import chicken_foot_v0
+        from cf_env.envs import chicken_foot_v0
     with pytest.deprecated_call(match="chicken_foot_v0 is deprecated"):
         chicken_foot_v0.env()
     with pytest.deprecated_call(match="chicken_foot_v0 is deprecated"):
@@ -403,7 +403,7 @@ def test_i15_v0_warns_on_import_and_on_every_make():
 def v0():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        from cf_env import chicken_foot_v0
+        from cf_env.envs import chicken_foot_v0
 
         yield chicken_foot_v0
 

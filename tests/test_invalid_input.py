@@ -25,7 +25,7 @@ import pytest
 
 import cf_env
 from cf_env import ChickenFootConfig, Engine, IllegalActionError, SnapshotError
-from cf_env.engine import SNAPSHOT_KEYS
+from cf_env.core.engine import SNAPSHOT_KEYS
 
 
 def test_documented_exceptions_are_value_errors():

@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.bots import ObservationDecoder
-from cf_env.deals import DealSampler
-from cf_env.engine import Arm
-from cf_env.ismcts import ISMCTSPolicy, NetworkGuide, split_guided
-from cf_env.observation import Encoder
-from cf_env.play import main as play_main
-from cf_env.policies import load_policy, spec_checkpoint, validate_policy_spec
-from cf_env.soak import check_position
-from cf_env.tiles import tile_tables
+from cf_env.agents.bots import ObservationDecoder
+from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, split_guided
+from cf_env.agents.policies import load_policy, spec_checkpoint, validate_policy_spec
+from cf_env.core.deals import DealSampler
+from cf_env.core.engine import Arm
+from cf_env.core.observation import Encoder
+from cf_env.core.tiles import tile_tables
+from cf_env.tools.play import main as play_main
+from cf_env.tools.soak import check_position
 from training.evaluate import evaluate
 from training.evaluate import main as evaluate_main
 
@@ -466,7 +466,7 @@ def test_i14_hand_bits_are_the_hand_as_action_bits():
 
 
 def test_i14_search_bench_prints_rows_for_each_search():
-    from cf_env.search_bench import run
+    from cf_env.tools.search_bench import run
 
     rows = run(1, sets=(6, 9), before=False, reference_seconds=0.05)
     assert [(r["set"], r["search"]) for r in rows] == [

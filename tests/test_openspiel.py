@@ -14,10 +14,10 @@ pyspiel = pytest.importorskip("pyspiel")
 
 import cf_env  # noqa: E402
 from cf_env import ChickenFootConfig, Engine  # noqa: E402
-from cf_env import openspiel_bots as osb  # noqa: E402
-from cf_env import openspiel_game as og  # noqa: E402
-from cf_env.observation import observation_layout  # noqa: E402
-from cf_env.policies import load_policy  # noqa: E402
+from cf_env.agents.policies import load_policy  # noqa: E402
+from cf_env.core.observation import observation_layout  # noqa: E402
+from cf_env.envs import openspiel_game as og  # noqa: E402
+from cf_env.tools import openspiel_bots as osb  # noqa: E402
 
 CHANCE = pyspiel.PlayerId.CHANCE
 

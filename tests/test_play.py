@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import cf_env.play as play_module
+import cf_env.tools.play as play_module
 from cf_env import ChickenFootConfig, Engine
-from cf_env.play import main as play_main
-from cf_env.policies import register_policy
-from cf_env.record import read_record, replay_engine
-from cf_env.render import arm_labels, move_name
-from cf_env.render_image import canvas_size
+from cf_env.agents.policies import register_policy
+from cf_env.tools.play import main as play_main
+from cf_env.viz.record import read_record, replay_engine
+from cf_env.viz.render import arm_labels, move_name
+from cf_env.viz.render_image import canvas_size
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--players", "2", "--max-pips", "6", "--rounds", "1", "--opponents", "random"]
@@ -140,7 +140,7 @@ def test_image_and_record_options(tmp_path):
     final = replay_engine(data)
     assert final.scores == data["final"]["scores"]
     # The last picture is the finished game with the players' names and every hand revealed.
-    from cf_env.render_image import render_rgb
+    from cf_env.viz.render_image import render_rgb
 
     with Image.open(image) as picture:
         drawn = np.asarray(picture.convert("RGB"))
@@ -303,7 +303,7 @@ def test_i12_17_the_start_double_search_is_announced():
 
 
 def test_i12_17_score_tables_align_long_names_and_reveal_hands(tmp_path):
-    long_spec = "cf_env.bots:GreedyPolicy"  # "player_1 (cf_env.bots:GreedyPolicy)": 35 characters
+    long_spec = "cf_env.agents.bots:GreedyPolicy"  # "player_1 (cf_env.bots:GreedyPolicy)": 35 characters
     record = tmp_path / "game.json"
     out = io.StringIO()
     args = ["--players", "3", "--max-pips", "6", "--rounds", "2", "--seed", "4"]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.record import (
+from cf_env.viz.record import (
     ZERO_ROUND_FACTOR,
     RecordError,
     iter_replay,
@@ -28,7 +28,7 @@ from cf_env.record import (
     round_end_view,
     save_record,
 )
-from cf_env.render import render_text, round_label, round_number
+from cf_env.viz.render import render_text, round_label, round_number
 
 # (config fields, engine seed): games to a target, each a different way through the countdown.
 TARGET_GAMES = [

@@ -11,8 +11,8 @@ from PIL import ImageDraw
 
 import cf_env
 from cf_env import ChickenFootConfig, Engine
-from cf_env import render_image as render_image_module
-from cf_env.render_image import canvas_size, render_image, render_rgb, table_layout
+from cf_env.viz import render_image as render_image_module
+from cf_env.viz.render_image import canvas_size, render_image, render_rgb, table_layout
 
 
 def play(config: ChickenFootConfig, seed: int, steps: int | None = None) -> Engine:

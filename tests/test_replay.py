@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.record import (
+from cf_env.viz.record import (
     FORMAT,
     VERSION,
     RecordError,
@@ -27,9 +27,9 @@ from cf_env.record import (
     round_end_view,
     write_record,
 )
-from cf_env.render_image import canvas_size, render_image, render_rgb
-from cf_env.replay import frame_caption, frames, seat_names
-from cf_env.replay import main as replay_main
+from cf_env.viz.render_image import canvas_size, render_image, render_rgb
+from cf_env.viz.replay import frame_caption, frames, seat_names
+from cf_env.viz.replay import main as replay_main
 
 SMALL = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=3)
 

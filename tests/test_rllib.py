@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from cf_env import ChickenFootConfig
-from cf_env.env import raw_env
-from cf_env.observation import observation_layout
+from cf_env.core.observation import observation_layout
+from cf_env.envs.env import raw_env
 from training.checkpoints import load_ppo_policy, read_card
 from training.rllib_compat import (
     MASK_KEY,
@@ -315,8 +315,8 @@ def test_bad_configs_raise_naming_the_field(rllib, tmp_path, change, message):
 
 
 def test_bots_with_per_game_state_are_refused(rllib, tmp_path):
-    from cf_env.bots import RandomPolicy
-    from cf_env.policies import register_policy
+    from cf_env.agents.bots import RandomPolicy
+    from cf_env.agents.policies import register_policy
 
     class Stateful(RandomPolicy):
         def reset(self):

@@ -7,8 +7,8 @@ import pytest
 from positions import actions, build, play
 
 from cf_env import ChickenFootConfig, Engine, IllegalActionError, SnapshotError
-from cf_env.observation import Encoder
-from cf_env.tiles import tile_tables
+from cf_env.core.observation import Encoder
+from cf_env.core.tiles import tile_tables
 
 CROSS = [(-1, [(9, 1)]), (-1, [(9, 2)]), (-1, [(9, 3)]), (-1, [(9, 4)])]  # R7 arms all filled
 

@@ -15,9 +15,9 @@ import torch
 import yaml
 
 from cf_env import ChickenFootConfig
-from cf_env.engine import Engine
-from cf_env.env import raw_env
-from cf_env.observation import SeatView
+from cf_env.core.engine import Engine
+from cf_env.core.observation import SeatView
+from cf_env.envs.env import raw_env
 from training import checkpoints as ckpt
 from training import ppo
 from training.collector import Collector, compute_gae, sample_masked
@@ -205,7 +205,7 @@ def test_i13_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
     snapshots = sorted(p.name for p in (selfplay_run / "snapshots").iterdir())
     assert snapshots == [f"step_{s:09d}" for s in (128, 256, 384, 512)]
     # The actor ships in the weights-only format and plays as a ppo: spec, legal moves only.
-    from cf_env.policies import load_policy
+    from cf_env.agents.policies import load_policy
 
     policy = load_policy(f"ppo:{selfplay_run}", ChickenFootConfig(), seed=0)
     env = raw_env()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cli_errors import user_error
 
-from cf_env import demo
+from cf_env.tools import demo
 from training import ship
 
 ROOT = Path(__file__).resolve().parents[1]

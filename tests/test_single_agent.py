@@ -10,8 +10,8 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from cf_env import ChickenFootConfig, IllegalActionError
-from cf_env.rewards import round_rewards
-from cf_env.single_agent import ENV_ID, ChickenFootSingleAgentEnv, SpecOpponents
+from cf_env.core.rewards import round_rewards
+from cf_env.envs.single_agent import ENV_ID, ChickenFootSingleAgentEnv, SpecOpponents
 
 
 def _play(env, seed: int, episodes: int, check):
@@ -177,7 +177,7 @@ class _ObservingGreedy:
     """Greedy through `act` only (no fast path): the reference for the adapter's fast path."""
 
     def __init__(self, config, seed=None):
-        from cf_env.bots import GreedyPolicy
+        from cf_env.agents.bots import GreedyPolicy
 
         self.inner = GreedyPolicy(config, seed=seed)
 

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from cf_env import ChickenFootConfig, IllegalActionError
-from cf_env.env import raw_env
-from cf_env.render_image import render_rgb
-from cf_env.single_agent import ENV_ID, ChickenFootSingleAgentEnv, SpecOpponents
+from cf_env.envs.env import raw_env
+from cf_env.envs.single_agent import ENV_ID, ChickenFootSingleAgentEnv, SpecOpponents
+from cf_env.viz.render_image import render_rgb
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "ppo-4p-d9"
 
@@ -70,7 +70,7 @@ class _CachingSampler:
         self.extra: list[str] = []
 
     def sample(self, rng, num):
-        from cf_env.policies import load_policy
+        from cf_env.agents.policies import load_policy
 
         out = []
         for slot in range(num):
@@ -439,7 +439,7 @@ def test_i12_01_spec_opponents_start_empty_in_every_copy_in_play():
 def test_i12_01_soak_replays_single_agent_games_from_their_seed(capsys):
     """`python -m cf_env.soak` plays some games through the single-agent env twice from one
     seed (the second time on the used env) and counts them in its summary line."""
-    from cf_env import soak
+    from cf_env.tools import soak
 
     assert soak.main(["--steps", "2000", "--seed", "2", "--env-every", "0", "--single-every", "1"]) == 0
     line = capsys.readouterr().out.splitlines()[0]

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
-from cf_env.env import raw_env
-from cf_env.policies import load_policy
+from cf_env.agents.policies import load_policy
+from cf_env.envs.env import raw_env
 from training import checkpoints as ckpt
 from training import ppo
 from training.config import TrainConfig, load_config

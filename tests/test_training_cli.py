@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from cf_env import ChickenFootConfig
-from cf_env.policies import validate_policy_spec
+from cf_env.agents.policies import validate_policy_spec
 from training import checkpoints as ckpt
 from training import ppo
 from training.config import load_config
@@ -206,7 +206,7 @@ def test_i12_13_config_ranges_and_types_are_checked(override, message):
         ("ismcts:many", "iterations must be a positive int"),
         ("ppo:no/such/run", "policy spec 'ppo:no/such/run': no checkpoint at"),
         ("no_such_module:make", "cannot import module 'no_such_module'"),
-        ("cf_env.bots:no_factory", "module 'cf_env.bots' has no callable 'no_factory'"),
+        ("cf_env.agents.bots:no_factory", "module 'cf_env.agents.bots' has no callable 'no_factory'"),
     ],
 )
 def test_i12_13_validate_policy_spec_names_the_problem(spec, message):

@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 
-from cf_env import bench as cf_bench
+from cf_env.tools import bench as cf_bench
 
 from .config import load_config
 from .selfplay import SelfPlayTrainer

@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
-from cf_env.observation import observation_layout
+from cf_env.core.observation import observation_layout
 
 CHECKPOINT_FORMAT = 1
 # Fields that change neither the rules of play nor the observation; a checkpoint ignores them.

@@ -49,10 +49,10 @@ import numpy as np
 import torch
 
 from cf_env import ChickenFootConfig
-from cf_env.engine import Engine
-from cf_env.observation import Encoder, SeatView
-from cf_env.policies import legal_fast_path, load_policy
-from cf_env.rewards import game_rewards, round_rewards
+from cf_env.agents.policies import legal_fast_path, load_policy
+from cf_env.core.engine import Engine
+from cf_env.core.observation import Encoder, SeatView
+from cf_env.core.rewards import game_rewards, round_rewards
 
 from .checkpoints import NumpyPolicy, load_ppo_policy, read_card
 from .opponents import pool_entries

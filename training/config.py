@@ -402,7 +402,7 @@ def validate_policies(config: TrainConfig) -> None:
     A typo, a missing checkpoint or one trained for another game raises `ValueError` naming the
     config field and the spec, before the run directory exists, instead of mid-run.
     """
-    from cf_env.policies import validate_policy_spec
+    from cf_env.agents.policies import validate_policy_spec
 
     rules = config.rules()
     named = [("opponents.bots", spec) for spec in config.opponents.bots]

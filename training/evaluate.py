@@ -55,12 +55,12 @@ from typing import NoReturn
 
 import numpy as np
 
-from cf_env.actions import describe
-from cf_env.config import ChickenFootConfig
-from cf_env.engine import Engine
-from cf_env.observation import Encoder
-from cf_env.policies import Policy, legal_fast_path, load_policy
-from cf_env.record import engine_actions, write_record
+from cf_env.agents.policies import Policy, legal_fast_path, load_policy
+from cf_env.core.actions import describe
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine
+from cf_env.core.observation import Encoder
+from cf_env.viz.record import engine_actions, write_record
 
 from .stats import fractional_ranks, mean_ci
 

@@ -42,7 +42,7 @@ import numpy as np
 import yaml
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
-from cf_env.observation import observation_layout
+from cf_env.core.observation import observation_layout
 
 from . import checkpoints as ckpt
 

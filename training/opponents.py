@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from cf_env import ChickenFootConfig
-from cf_env.policies import Policy, load_policy
+from cf_env.agents.policies import Policy, load_policy
 
 from .checkpoints import load_ppo_policy
 

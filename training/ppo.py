@@ -50,7 +50,7 @@ import numpy as np
 import yaml
 
 from cf_env import ChickenFootConfig
-from cf_env.single_agent import ChickenFootSingleAgentEnv
+from cf_env.envs.single_agent import ChickenFootSingleAgentEnv
 
 from . import checkpoints as ckpt
 from .config import (

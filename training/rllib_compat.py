@@ -31,7 +31,7 @@ from gymnasium import spaces
 from pettingzoo.utils import BaseWrapper
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
-from cf_env.observation import observation_layout
+from cf_env.core.observation import observation_layout
 
 from .checkpoints import ACTIVATIONS, CHECKPOINT_FORMAT, write_weights_checkpoint
 

@@ -58,8 +58,8 @@ import numpy as np
 import yaml
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
-from cf_env.env import raw_env
-from cf_env.policies import load_policy
+from cf_env.agents.policies import load_policy
+from cf_env.envs.env import raw_env
 
 from . import checkpoints as ckpt
 from .config import apply_override

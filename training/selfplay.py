@@ -83,7 +83,7 @@ import torch
 from torch import nn
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
-from cf_env.observation import observation_layout
+from cf_env.core.observation import observation_layout
 
 from . import checkpoints as ckpt
 from .collector import ILLEGAL_LOGIT, Collector, Rollout, compute_gae, privileged_size

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The equal-time head-to-head runs that chose the guided scheme (README "Policies", the
-# cf_env/ismcts.py docstring); their results are in docs/search/scheme/. Each run: agent A and
+# cf_env/agents/ismcts.py docstring); their results are in docs/search/scheme/. Each run: agent A and
 # opponent B (docs/search/variants.py factories) with two heuristic seats, 4 players double-9,
 # single rounds, seed 0, SEARCH_MS=25 ms of CPU per decision. The shipped results ran one at a
 # time at nice 19 on a 2-core machine shared with a training run (A-E) and other jobs (F-J);

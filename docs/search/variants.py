@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 
-from cf_env.ismcts import ISMCTSPolicy, NetworkGuide
-from cf_env.policies import load_policy
+from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide
+from cf_env.agents.policies import load_policy
 
 
 def _budget() -> dict:

@@ -49,10 +49,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import ChickenFootConfig
-from .engine import Engine, IllegalActionError
-from .render import round_label, round_number
-from .tiles import tile_tables
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.tiles import tile_tables
+from cf_env.viz.render import round_label, round_number
 
 FORMAT = "chickenfoot-record"
 VERSION = 1

@@ -31,8 +31,8 @@ import warnings
 
 from pettingzoo.utils import wrappers
 
-from . import single_agent as _single
-from .env import raw_env as _RawEnvV1
+from cf_env.envs import single_agent as _single
+from cf_env.envs.env import raw_env as _RawEnvV1
 
 _MESSAGE = (
     "cf_env.chicken_foot_v0 is deprecated: its infos change keys between steps, which breaks "
@@ -42,7 +42,7 @@ _MESSAGE = (
 )
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cf_env/
 
 
 def _deprecated() -> None:

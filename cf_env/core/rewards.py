@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from .config import ChickenFootConfig
+from cf_env.core.config import ChickenFootConfig
 
 
 def round_rewards(cfg: ChickenFootConfig, points: list[int]) -> list[float]:

@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from .tiles import TileTables
+from cf_env.core.tiles import TileTables
 
 REJECTION_TRIES = 64
 MAX_CELLS = 1 << 18  # counts tabulated per decision (grid cells x constrained tiles)

@@ -38,8 +38,8 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from .actions import PLAY, decode
-from .render import arm_labels, round_label
+from cf_env.core.actions import PLAY, decode
+from cf_env.viz.render import arm_labels, round_label
 
 # Geometry in tile units: a tile is 1 long and HALF wide (each half a HALF×HALF square).
 HALF = 0.5

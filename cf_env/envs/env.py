@@ -42,11 +42,11 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from .config import ChickenFootConfig
-from .engine import Engine, IllegalActionError, SnapshotError
-from .observation import OBSERVATION_VERSION, Encoder, SeatView
-from .render import render_text
-from .rewards import game_rewards, round_rewards
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine, IllegalActionError, SnapshotError
+from cf_env.core.observation import OBSERVATION_VERSION, Encoder, SeatView
+from cf_env.core.rewards import game_rewards, round_rewards
+from cf_env.viz.render import render_text
 
 # The info schema (module docstring): every agent's info has exactly these keys, at reset and at
 # every step, with these types.
@@ -260,7 +260,7 @@ class raw_env(AECEnv):
         if self.render_mode == "ansi":
             return render_text(self.engine)
         if self.render_mode == "rgb_array":
-            from .render_image import render_rgb  # Pillow is only needed for pictures
+            from cf_env.viz.render_image import render_rgb  # Pillow is only needed for pictures
 
             return render_rgb(self.engine)
         # "human" shows the acting player its own hand only.

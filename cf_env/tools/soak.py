@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import SUPPORTED_SETS, ChickenFootConfig, max_players, num_tiles
-from .engine import Engine, IllegalActionError
-from .tiles import tile_tables
+from cf_env.core.config import SUPPORTED_SETS, ChickenFootConfig, max_players, num_tiles
+from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.tiles import tile_tables
 
 # Malformed actions the engine must reject (beside illegal in-range ints).
 _MALFORMED = (None, -1, 1.5, "0", True, np.float32(0), np.array([0]), 10**9)
@@ -351,7 +351,7 @@ def play_engine_game(
 
 
 def play_env_game(cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: Stats) -> None:
-    from .env import env as make_env  # the AEC adapter (pettingzoo) only when needed
+    from cf_env.envs.env import env as make_env  # the AEC adapter (pettingzoo) only when needed
 
     env = make_env(**cfg.to_dict())
     env.reset(seed=seed)
@@ -400,7 +400,7 @@ def play_single_agent_game(
     """A whole game through the single-agent env (`cf_env.single_agent`), random legal learner
     actions against random and greedy opponents; then `reset(seed)` on the used env and the same
     actions again must give the same observations, masks and rewards (issue 12 item 1)."""
-    from .single_agent import ChickenFootSingleAgentEnv
+    from cf_env.envs.single_agent import ChickenFootSingleAgentEnv
 
     # The adapter skips the learner's forced moves itself; "win" pays only at a game's end.
     cfg = cfg.replace(skip_forced=False)

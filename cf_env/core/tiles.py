@@ -11,7 +11,7 @@ from functools import cache
 
 import numpy as np
 
-from .config import num_tiles
+from cf_env.core.config import num_tiles
 
 
 @dataclass(frozen=True, eq=False)

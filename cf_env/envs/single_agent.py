@@ -107,12 +107,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from .config import ChickenFootConfig
-from .engine import Engine, IllegalActionError
-from .env import INFO_KEYS as AEC_INFO_KEYS
-from .observation import OBSERVATION_VERSION, Encoder, SeatView
-from .policies import Policy, legal_fast_path, load_policy
-from .rewards import game_rewards, round_rewards
+from cf_env.agents.policies import Policy, legal_fast_path, load_policy
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.observation import OBSERVATION_VERSION, Encoder, SeatView
+from cf_env.core.rewards import game_rewards, round_rewards
+from cf_env.envs.env import INFO_KEYS as AEC_INFO_KEYS
 
 ENV_ID = "cf_env/ChickenFoot-v1"
 EPISODES = ("round", "game")
@@ -319,11 +319,11 @@ class ChickenFootSingleAgentEnv(gym.Env):
         """The table from the learner's seat: text (`"ansi"`) or an H×W×3 uint8 picture
         (`"rgb_array"`); None without a render mode."""
         if self.render_mode == "ansi":
-            from .render import render_text
+            from cf_env.viz.render import render_text
 
             return render_text(self.engine, viewer=self.learner)
         if self.render_mode == "rgb_array":
-            from .render_image import render_rgb  # Pillow is only needed for pictures
+            from cf_env.viz.render_image import render_rgb  # Pillow is only needed for pictures
 
             return render_rgb(self.engine, viewer=self.learner)
         return None

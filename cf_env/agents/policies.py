@@ -38,8 +38,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .actions import actions_in
-from .config import ChickenFootConfig
+from cf_env.core.actions import actions_in
+from cf_env.core.config import ChickenFootConfig
 
 
 @runtime_checkable
@@ -120,8 +120,8 @@ def spec_checkpoint(spec: str) -> str | None:
         return arg
     if name == "guided" and arg:
         _ensure_builtins()
-        from .bots import _guided_factory  # lazily: the bots import this module
-        from .ismcts import split_guided
+        from cf_env.agents.bots import _guided_factory  # lazily: the bots import this module
+        from cf_env.agents.ismcts import split_guided
 
         if _FACTORIES.get("guided") is _guided_factory:  # (not a user's own "guided")
             return split_guided(arg)[0] or None
@@ -176,7 +176,7 @@ def _ensure_builtins() -> None:
     # Set before the import: `bots` registers through `register_policy`, which comes back here.
     _BUILTINS_LOADED = True
     try:
-        from . import bots  # noqa: F401  (registers the built-in bots)
+        from cf_env.agents import bots  # noqa: F401  (registers the built-in bots)
     except BaseException:
         _BUILTINS_LOADED = False  # a failed import is retried (and raises again) next time
         raise

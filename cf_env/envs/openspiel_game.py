@@ -1,7 +1,7 @@
 """Chicken Foot as an OpenSpiel game, `python_chicken_foot`: the engine behind `pyspiel`'s API.
 
     import pyspiel
-    import cf_env.openspiel_game  # registers "python_chicken_foot" with pyspiel (once)
+    import cf_env.envs.openspiel_game  # registers "python_chicken_foot" with pyspiel (once)
     game = pyspiel.load_game("python_chicken_foot", {"num_players": 2, "max_pips": 6})
 
 Needs the optional extra `openspiel` (`pip install -e '.[openspiel]'`; the `dev` extra has it).
@@ -87,12 +87,12 @@ from collections.abc import Mapping
 import numpy as np
 import pyspiel
 
-from .actions import describe
-from .config import SUPPORTED_SETS, ChickenFootConfig, max_players
-from .engine import Engine, IllegalActionError
-from .observation import Encoder
-from .render import render_text
-from .tiles import tile_tables
+from cf_env.core.actions import describe
+from cf_env.core.config import SUPPORTED_SETS, ChickenFootConfig, max_players
+from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.observation import Encoder
+from cf_env.core.tiles import tile_tables
+from cf_env.viz.render import render_text
 
 GAME_NAME = "python_chicken_foot"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .tiles import TileTables
+from cf_env.core.tiles import TileTables
 
 DRAW = "draw"
 PASS = "pass"

@@ -43,12 +43,19 @@ from typing import TextIO
 
 import numpy as np
 
-from .actions import DRAW, PASS, decode
-from .config import ChickenFootConfig
-from .engine import Engine
-from .observation import Encoder
-from .record import RecordError, final_of, make_record, round_end_view, save_record
-from .render import arm_labels, move_name, render_text, round_label, round_number, tile_text
+from cf_env.core.actions import DRAW, PASS, decode
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine
+from cf_env.core.observation import Encoder
+from cf_env.viz.record import RecordError, final_of, make_record, round_end_view, save_record
+from cf_env.viz.render import (
+    arm_labels,
+    move_name,
+    render_text,
+    round_label,
+    round_number,
+    tile_text,
+)
 
 QUIT = ("q", "quit", "exit")
 SHOW = ("t", "table", "?", "h", "help")
@@ -99,7 +106,7 @@ class Game:
     """One terminal game: the engine, the opponents and the console."""
 
     def __init__(self, args: argparse.Namespace, specs: list[str], out: TextIO, inp: TextIO):
-        from .policies import load_policy
+        from cf_env.agents.policies import load_policy
 
         self.out, self.inp = out, inp
         isatty = getattr(inp, "isatty", None)
@@ -243,7 +250,7 @@ class Game:
         """Rewrite `--image`: the table from the human's seat with the players' names; once the
         game is over, every hand is shown (R12 scores them), as replay's last frame does."""
         if self.args.image:
-            from .render_image import save_png  # Pillow only when pictures are asked for
+            from cf_env.viz.render_image import save_png  # Pillow only when pictures are asked for
 
             save_png(self.engine, self.args.image, viewer=self.seat, names=self.names,
                      reveal=self.engine.game_over)
@@ -362,7 +369,7 @@ def _card_rules(specs: list[str]) -> tuple[str, dict] | None:
     neither the game nor the observation (`training.checkpoints.NEUTRAL_FIELDS`). Other
     checkpoint opponents are checked against the resulting config when they load.
     """
-    from .policies import spec_checkpoint
+    from cf_env.agents.policies import spec_checkpoint
 
     for spec in specs:
         path = spec_checkpoint(spec)

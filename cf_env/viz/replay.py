@@ -23,8 +23,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .engine import Engine
-from .record import (
+from cf_env.core.engine import Engine
+from cf_env.viz.record import (
     RecordError,
     iter_replay,
     read_record,
@@ -32,8 +32,8 @@ from .record import (
     replay_config,
     replay_engine,
 )
-from .render import move_name, round_label, round_number
-from .render_image import SCALES, render_image
+from cf_env.viz.render import move_name, round_label, round_number
+from cf_env.viz.render_image import SCALES, render_image
 
 PANEL_NAME = 20  # characters of a player's name shown in a picture's panel
 OUT_KINDS = "game.gif (an animation), table.png (one picture) or a folder (one PNG per state)"

@@ -13,7 +13,7 @@ to a target score, where the countdown of doubles restarts, `engine.round` alone
 
 from __future__ import annotations
 
-from .actions import DRAW, PASS, decode
+from cf_env.core.actions import DRAW, PASS, decode
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

@@ -35,9 +35,9 @@ from itertools import compress
 
 import numpy as np
 
-from .actions import actions_in, describe
-from .config import ChickenFootConfig
-from .tiles import TileTables, tile_tables
+from cf_env.core.actions import actions_in, describe
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.tiles import TileTables, tile_tables
 
 # 2: the AEC env's snapshot adds the rewards pending for its agents (`rewards`,
 # `cumulative_rewards`); a game restored without `arms` snapshots without them too. Version 1

@@ -79,13 +79,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .actions import actions_in
-from .bots import ObservationDecoder, ObservedState
-from .config import ChickenFootConfig
-from .deals import DealSampler, Uniforms
-from .engine import Engine
-from .observation import Encoder
-from .tiles import tile_tables
+from cf_env.agents.bots import ObservationDecoder, ObservedState
+from cf_env.core.actions import actions_in
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.deals import DealSampler, Uniforms
+from cf_env.core.engine import Engine
+from cf_env.core.observation import Encoder
+from cf_env.core.tiles import tile_tables
 
 DEFAULT_ITERATIONS = 200
 # Spec forms, for error messages.
@@ -547,7 +547,7 @@ class ISMCTSPolicy:
 
 def guided_from_spec(config: ChickenFootConfig, seed: int | None, arg: str) -> ISMCTSPolicy:
     """Build from the `<checkpoint>[:<budget>]` part of a `guided:` spec."""
-    from .policies import load_policy
+    from cf_env.agents.policies import load_policy
 
     spec = f"guided:{arg}"
     path, budget = split_guided(arg)

@@ -15,8 +15,8 @@ from operator import truediv
 
 import numpy as np
 
-from .config import ChickenFootConfig
-from .tiles import tile_tables
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.tiles import tile_tables
 
 OBSERVATION_VERSION = 1
 

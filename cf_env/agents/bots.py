@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .actions import actions_in
-from .config import ChickenFootConfig
-from .observation import Encoder
-from .policies import register_policy
-from .tiles import tile_tables
+from cf_env.agents.policies import register_policy
+from cf_env.core.actions import actions_in
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.observation import Encoder
+from cf_env.core.tiles import tile_tables
 
 
 class RandomPolicy:
@@ -244,13 +244,13 @@ class HeuristicPolicy:
 
 
 def _ismcts_factory(config: ChickenFootConfig, seed: int | None = None, arg: str = ""):
-    from .ismcts import ISMCTSPolicy  # imported lazily: ismcts imports this module
+    from cf_env.agents.ismcts import ISMCTSPolicy  # imported lazily: ismcts imports this module
 
     return ISMCTSPolicy.from_spec(config, seed, arg)
 
 
 def _guided_factory(config: ChickenFootConfig, seed: int | None = None, arg: str = ""):
-    from .ismcts import guided_from_spec  # lazily, as above
+    from cf_env.agents.ismcts import guided_from_spec  # lazily, as above
 
     return guided_from_spec(config, seed, arg)
 

@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 
-from .config import ChickenFootConfig
-from .engine import Engine
-from .render import render_text
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine
+from cf_env.viz.render import render_text
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,11 +53,11 @@ from dataclasses import asdict, dataclass, field, replace
 import gymnasium as gym
 import numpy as np
 
-from .config import ChickenFootConfig
-from .engine import Engine
-from .env import env as wrapped_env
-from .env import raw_env
-from .observation import Encoder
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine
+from cf_env.core.observation import Encoder
+from cf_env.envs.env import env as wrapped_env
+from cf_env.envs.env import raw_env
 
 # pygame (imported by PettingZoo classic) prints a banner on import; keep the tables clean.
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
@@ -274,7 +274,7 @@ def tianshou_loop(aec_env, seed: int = 0) -> Loop:
 
 
 def single_agent_env(cfg: ChickenFootConfig, opponent: str = "greedy"):
-    from .single_agent import ChickenFootSingleAgentEnv
+    from cf_env.envs.single_agent import ChickenFootSingleAgentEnv
 
     return ChickenFootSingleAgentEnv(cfg, opponents=[opponent])
 

@@ -35,9 +35,9 @@ import numpy as np
 import pyspiel
 from open_spiel.python.algorithms import evaluate_bots, ismcts, mcts
 
-from .config import ChickenFootConfig
-from .openspiel_game import load_game
-from .policies import Policy, load_policy, validate_policy_spec
+from cf_env.agents.policies import Policy, load_policy, validate_policy_spec
+from cf_env.core.config import ChickenFootConfig
+from cf_env.envs.openspiel_game import load_game
 
 
 class PolicyBot(pyspiel.Bot):

@@ -14,7 +14,7 @@ the README figures on an idle machine all the same (caches and turbo are shared)
 own decision cost is measured first in the same process; "scaled" divides by how much slower it
 is than docs/bench.md's idle figure: a rough idle-equivalent, not a measurement.
 
-"before" is `cf_env/ismcts.py` as it was before issue 14 (`BEFORE_COMMIT`, read with `git show`,
+"before" is `cf_env/agents/ismcts.py` as it was before issue 14 (`BEFORE_COMMIT`, read with `git show`,
 so this row needs the git checkout), with its snapshot → `restore()` per determinization and list
 rollouts; "after" is the current `ismcts`; "guided" adds the checkpoint's root prior (one network
 call per decision, so its per-iteration cost is the plain one).
@@ -32,12 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import ChickenFootConfig
-from .engine import Engine
-from .observation import Encoder
-from .policies import load_policy
+from cf_env.agents.policies import load_policy
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine
+from cf_env.core.observation import Encoder
 
-BEFORE_COMMIT = "e9a19f2"  # the last commit of cf_env/ismcts.py before issue 14
+BEFORE_COMMIT = "e9a19f2"  # the last commit of cf_env/agents/ismcts.py before issue 14
 LOW, HIGH = 20, 200
 SETS = (6, 9, 12)
 GUIDE = "checkpoints/selfplay-4p-d9"  # 4 players double-9 only
@@ -63,8 +63,8 @@ def positions(config: ChickenFootConfig, count: int, seed: int = 0) -> list[dict
 
 
 def before_module():
-    """`cf_env/ismcts.py` at `BEFORE_COMMIT`, imported as `cf_env._ismcts_before`."""
-    root = Path(__file__).resolve().parents[1]
+    """`cf_env/ismcts.py` (now `cf_env/agents/ismcts.py`) at `BEFORE_COMMIT`, imported as `cf_env._ismcts_before`."""
+    root = Path(__file__).resolve().parents[2]
     source = subprocess.run(
         ["git", "show", f"{BEFORE_COMMIT}:cf_env/ismcts.py"], cwd=root, capture_output=True,
         text=True, check=True,
@@ -97,7 +97,7 @@ def engine_reference(seconds: float = 1.0) -> float:
     """µs per engine decision (random legal play, default config) now, in this process: the
     row `python -m cf_env.bench` reports (docs/bench.md: `REFERENCE_US` on its idle machine).
     The ratio of the two says how much slower this machine or its load makes everything."""
-    from .bench import engine_loop, measure_rate
+    from cf_env.tools.bench import engine_loop, measure_rate
 
     return 1e6 / measure_rate(engine_loop(ChickenFootConfig(), seed=0), seconds)
 
@@ -107,7 +107,7 @@ REFERENCE_US = 2.3  # docs/bench.md, "engine" row at the default config
 
 def run(count: int, sets=SETS, players: int = 4, before: bool = True,
         reference_seconds: float = 1.0) -> list[dict]:
-    from .ismcts import ISMCTSPolicy, guided_from_spec
+    from cf_env.agents.ismcts import ISMCTSPolicy, guided_from_spec
 
     reference = engine_reference(reference_seconds)
     slow = reference / REFERENCE_US
@@ -127,7 +127,7 @@ def run(count: int, sets=SETS, players: int = 4, before: bool = True,
         makers = {"after": lambda i, c=config: ISMCTSPolicy(c, seed=0, iterations=i)}
         if old is not None:
             makers["before"] = lambda i, c=config: old.ISMCTSPolicy(c, seed=0, iterations=i)
-        guide = Path(__file__).resolve().parents[1] / GUIDE
+        guide = Path(__file__).resolve().parents[2] / GUIDE
         if max_pips == 9 and players == 4 and guide.is_dir():
             makers["guided"] = lambda i, c=config, g=guide: guided_from_spec(c, 0, f"{g}:{i}")
         for name, make in makers.items():

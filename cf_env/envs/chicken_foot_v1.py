@@ -8,6 +8,6 @@ Also `pettingzoo.make("aec", "cf_env/chicken_foot-v1")`. The env itself is `cf_e
 v0: every info has the same keys and numeric types at reset and at every step (README, Versions).
 """
 
-from .env import INFO_KEYS, env, raw_env
+from cf_env.envs.env import INFO_KEYS, env, raw_env
 
 __all__ = ["INFO_KEYS", "env", "raw_env"]
