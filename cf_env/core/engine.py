@@ -416,31 +416,39 @@ class Engine:
         self._legal = legal
         return legal
 
-    def _check_action(self, action: object) -> int:
-        if type(action) is not int:  # plain ints (the usual case) need no conversion
-            action = self._as_int(action)
-        if self.game_over:
-            raise IllegalActionError(f"action {action}: the game is over; call reset()")
-        legal_bits = self.legal_bits()
-        if action < 0 or not legal_bits >> action & 1:
-            in_range = 0 <= action < self.config.num_actions
-            what = describe(self.tables, action) if in_range else "out of range"
-            legal = actions_in(legal_bits)
-            named = ", ".join(f"{a} ({describe(self.tables, a)})" for a in legal)
-            raise IllegalActionError(
-                f"action {action} ({what}) is not legal for seat {self.current}; legal: {named}"
-            )
-        return action
+    def action_problem(self, action: object) -> str | None:
+        """None when `action` is legal now for the acting seat; else what is wrong with it.
 
-    def _as_int(self, action: object) -> int:
-        # A 0-d integer array is what SB3's predict() returns for one observation.
+        Accepted as actions: a plain int, a numpy integer, or a 0-d integer array (what SB3's
+        predict() returns for one observation); a bool, a float, None or any other array is
+        malformed. The message names the problem (malformed, out of range, not legal now, game
+        over) and, for an action not legal now, lists the legal ones with their names
+        (`cf_env.core.actions.describe`). `step` raises `IllegalActionError` with this message;
+        drivers that check a policy's answer before stepping ask here instead of re-deciding."""
         if isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
             action = action[()]
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-            raise IllegalActionError(
+            return (
                 f"action must be an int in 0..{self.config.num_actions - 1}; "
                 f"got {action!r} ({type(action).__name__})"
             )
+        action = int(action)
+        if self.game_over:
+            return f"action {action}: the game is over; call reset()"
+        legal_bits = self.legal_bits()
+        if action >= 0 and legal_bits >> action & 1:
+            return None
+        in_range = 0 <= action < self.config.num_actions
+        what = describe(self.tables, action) if in_range else "out of range"
+        named = ", ".join(f"{a} ({describe(self.tables, a)})" for a in actions_in(legal_bits))
+        return f"action {action} ({what}) is not legal for seat {self.current}; legal: {named}"
+
+    def _check_action(self, action: object) -> int:
+        """`action` as a plain int if legal now; else raises `IllegalActionError` (the slow path
+        of `step` and `advance`: a legal plain int never gets here)."""
+        problem = self.action_problem(action)
+        if problem is not None:
+            raise IllegalActionError(problem)
         return int(action)
 
     def step(self, action: int) -> list[list[int]]:

@@ -584,14 +584,9 @@ def round_end_view(engine: Engine, action: int) -> Engine | None:
     The engine deals the next round inside `step`, so the copy is stepped with its deal
     switched off (`_NoDealEngine`), then shows its own round again.
     """
-    if engine.game_over:
-        return None
-    if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+    if engine.action_problem(action) is not None:  # malformed, illegal, or the game is over
         return None
     action = int(action)
-    mask = engine.legal_action_mask()
-    if not (0 <= action < mask.size and mask[action]):
-        return None
     view = engine.clone()
     view.__class__ = _NoDealEngine  # same slots, so the copy keeps its state
     # Whether the game ends is the engine's to say (`_end_round`): not known before the step.
