@@ -1,8 +1,9 @@
 """Property tests: random valid configs, random legal playouts, invariants that must always hold.
 
-The heart of this file is `RefRound`, a second implementation of one round's rules (R5–R12)
-written from docs/rules.md and the action contract alone: it never calls the engine's mask,
-placement or scoring code. Every playout is checked step by step against it:
+The heart of this file is `RefRound` (`cf_env.tools.reference`, shared with the soak), a second
+implementation of one round's rules (R5–R12) written from docs/rules.md and the action contract
+alone: it never calls the engine's mask, placement or scoring code. Every playout is checked step
+by step against it:
 
 * every round's deal and start follow R3/R5 from the seeded permutation, with the start-double
   search variants (`start_search`: turns, all draw at once, drop to a lower double);
@@ -37,6 +38,8 @@ import cf_env
 from cf_env import ChickenFootConfig, Engine
 from cf_env.core.config import SUPPORTED_SETS, default_hand_size, max_players
 from cf_env.core.observation import Encoder, SeatView
+from cf_env.tools import reference
+from cf_env.tools.reference import RefRound, pairs_of
 from cf_env.viz.render import render_text
 
 FUZZ = settings(
@@ -50,187 +53,6 @@ ROUND_CAP = {6: 7, 9: 3, 12: 2, 15: 1, 18: 1}
 # Largest target_score the fuzzer draws per set, for the same reason: games to a target end after
 # a few rounds (on double-6 often after more than 7, so the countdown restarts).
 TARGET_CAP = {6: 120, 9: 60, 12: 20, 15: 1, 18: 1}
-
-
-# ---------------------------------------------------------------------------- reference rules
-def pairs_of(max_pips: int) -> list[tuple[int, int]]:
-    """The tile id contract: for lo in 0..N, for hi in lo..N -> tile (lo, hi)."""
-    return [(lo, hi) for lo in range(max_pips + 1) for hi in range(lo, max_pips + 1)]
-
-
-class RefRound:
-    """One round of Chicken Foot, from the rules text: open ends as a multiset of values.
-
-    Ends of equal value are interchangeable (the action contract), so a multiset of open-end
-    values, the count of empty spinner arms and the pending foot are the whole table state.
-    """
-
-    def __init__(self, cfg: ChickenFootConfig, center: int, hands, boneyard, current: int):
-        self.cfg = cfg
-        self.pairs = pairs_of(cfg.max_pips)
-        self.index = {p: t for t, p in enumerate(self.pairs)}
-        self.count = len(self.pairs)
-        self.draw, self.pass_ = 2 * self.count, 2 * self.count + 1
-        self.center = center  # R4, or a lower double (R5 variant)
-        self.hands = [set(h) for h in hands]  # sets of (lo, hi)
-        self.boneyard = list(boneyard)  # element 0 is drawn next
-        self.current = current
-        self.ends: Counter[int] = Counter()
-        self.empty_arms = cfg.spinner_arms  # R7
-        self.foot: list[int] | None = None  # [double value, toes still owed] (R9)
-        self.drawn: tuple[int, int] | None = None  # the tile of a post-draw decision (R8)
-        self.table = {(self.center, self.center)}
-
-    def values(self) -> set[int]:
-        if self.foot is not None:  # R9: only toes on the pending foot
-            return {self.foot[0]}
-        if self.empty_arms:  # R7: only the empty arms of the centre double
-            return {self.center}
-        return {v for v, c in self.ends.items() if c}  # R6
-
-    def placements(self, tile: tuple[int, int], values: set[int]) -> set[int]:
-        lo, hi = tile
-        t = self.index[tile]
-        out = set()
-        if lo in values:
-            out.add(2 * t)  # lo half against the table
-        if hi in values and hi != lo:
-            out.add(2 * t + 1)  # hi half against the table; a double attaches one way only
-        return out
-
-    def can_place(self, hand) -> bool:
-        values = self.values()
-        return any(lo in values or hi in values for lo, hi in hand)
-
-    def legal(self) -> set[int]:
-        values = self.values()
-        if self.drawn is not None:  # R8: place the drawn tile, or pass (unless must_play_drawn)
-            acts = self.placements(self.drawn, values)
-            if not (acts and self.cfg.must_play_drawn):
-                acts.add(self.pass_)
-            return acts
-        acts = set()
-        for tile in self.hands[self.current]:
-            acts |= self.placements(tile, values)
-        if not acts:  # R8: draw only when you cannot place; pass when the boneyard is empty
-            acts.add(self.draw if self.boneyard else self.pass_)
-        return acts
-
-    def apply(self, action: int) -> bool:
-        """Play `action` for the acting seat; True when the round is over (R11)."""
-        assert action in self.legal()
-        seat = self.current
-        n = self.cfg.num_players
-        if action == self.draw:
-            values = self.values()
-            tile = self.boneyard.pop(0)
-            self.hands[seat].add(tile)
-            while (
-                self.cfg.draw_until_playable
-                and self.boneyard
-                and not (tile[0] in values or tile[1] in values)
-            ):
-                tile = self.boneyard.pop(0)
-                self.hands[seat].add(tile)
-            self.drawn = tile
-        elif action == self.pass_:
-            self.drawn = None
-            self.current = (seat + 1) % n
-        else:
-            tile = self.pairs[action // 2]
-            attached = tile[action % 2]
-            free = tile[1 - action % 2]
-            self.hands[seat].remove(tile)
-            self.table.add(tile)
-            if self.foot is not None:  # a toe (R9); the last one releases the foot (R10)
-                self.ends[free] += 1
-                self.foot[1] -= 1
-                if self.foot[1] == 0:
-                    self.foot = None
-            elif self.empty_arms:  # R7
-                self.empty_arms -= 1
-                self.ends[free] += 1
-            else:
-                self.ends[attached] -= 1
-                if tile[0] == tile[1]:  # R9: a double closes its end and starts a foot
-                    self.foot = [attached, self.cfg.toes]
-                else:
-                    self.ends[free] += 1
-            self.drawn = None
-            self.current = (seat + 1) % n
-            if not self.hands[seat]:  # R11: a player went out
-                return True
-        # R11: nobody can draw and nobody can place (also while a foot is pending).
-        return not self.boneyard and not any(self.can_place(h) for h in self.hands)
-
-    def points(self) -> list[int]:
-        """R12: pips left in hand; the double-blank counts double_blank_value."""
-        blank = self.cfg.double_blank_value
-        return [
-            sum(blank if (lo, hi) == (0, 0) else lo + hi for lo, hi in hand) for hand in self.hands
-        ]
-
-
-def ref_deal(cfg: ChickenFootConfig, order: list[int], round_index: int):
-    """R3 and R5 from the rules text: deal `order` (a permutation of tile ids; seat s takes the
-    s-th block of hand_size, the rest is the boneyard, drawn from its start), then find the
-    start double. Returns (hands, boneyard, centre value, first seat to act)."""
-    pairs, n, size = pairs_of(cfg.max_pips), cfg.num_players, cfg.hand_size
-    hands = [[pairs[t] for t in order[s * size : (s + 1) * size]] for s in range(n)]
-    boneyard = [pairs[t] for t in order[n * size :]]
-    countdown = round_index % (cfg.max_pips + 1)  # R4, counting down (again, to a target)
-    center = cfg.max_pips - countdown
-
-    def holder(value: int):
-        return next((s for s, hand in enumerate(hands) if (value, value) in hand), None)
-
-    seat = holder(center)
-    if seat is None and cfg.start_search == "lower_double":  # the highest lower double held
-        seat, center = next(
-            ((holder(v), v) for v in range(center - 1, -1, -1) if holder(v) is not None),
-            (None, center),  # none held: the round's own double is drawn for, as R5
-        )
-    first = countdown % n  # R5's choice: seat r mod n, r the round's place in the countdown
-    if seat is None and cfg.start_search == "all_draw":  # everyone draws one, at once, again
-        while seat is None:
-            for k in range(n):
-                if boneyard:
-                    hands[(first + k) % n].append(boneyard.pop(0))
-                    if hands[(first + k) % n][-1] == (center, center):
-                        seat = (first + k) % n
-    elif seat is None:  # R5: seats draw in turn from seat round % n until it appears
-        k = 0
-        while seat is None:
-            hands[(first + k) % n].append(boneyard.pop(0))
-            if hands[(first + k) % n][-1] == (center, center):
-                seat = (first + k) % n
-            k += 1
-    hands[seat].remove((center, center))
-    return [set(h) for h in hands], boneyard, center, (seat + 1) % n
-
-
-def ref_game_over(cfg: ChickenFootConfig, scores: list[list[int]]) -> bool:
-    """R4: after num_rounds rounds; variant: after the round in which a total passes the target."""
-    if cfg.target_score is None:
-        return len(scores[0]) == cfg.num_rounds
-    return max(sum(s) for s in scores) > cfg.target_score
-
-
-def ref_winners(cfg: ChickenFootConfig, scores: list[list[int]]) -> list[int]:
-    """R13, written out: lowest total; most zero rounds; lowest non-zero round; else shared."""
-    totals = [sum(s) for s in scores]
-    tied = [s for s, t in enumerate(totals) if t == min(totals)]
-    if cfg.tie_break == "none" or len(tied) == 1:
-        return tied
-    zeros = {s: scores[s].count(0) for s in tied}
-    tied = [s for s in tied if zeros[s] == max(zeros.values())]
-    if len(tied) == 1:
-        return tied
-    lowest = {s: min([x for x in scores[s] if x > 0], default=None) for s in tied}
-    present = [v for v in lowest.values() if v is not None]
-    if not present:  # nobody has a non-zero round: still tied
-        return tied
-    return [s for s in tied if lowest[s] == min(present)]
 
 
 # ---------------------------------------------------------------------------- engine views
@@ -270,13 +92,6 @@ def compare(ref: RefRound, view: dict) -> None:
     assert view["drawn_tile"] == ref.drawn
 
 
-def round_step_bound(cfg: ChickenFootConfig) -> int:
-    # Per round: at most T plays, T draws, T passes after draws, and with an empty boneyard at
-    # most n-1 passes between two plays (else R11 ends the round).
-    count = cfg.num_tiles
-    return 3 * count + cfg.num_players * (count + 1)
-
-
 def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
     """A random legal game, checked against `RefRound` after every step."""
     assert not cfg.skip_forced  # the reference must see every decision
@@ -293,7 +108,7 @@ def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
             break
         if ref is None:  # a new round: deal it by the rules and compare the start (R3-R5)
             assert view["round"] == rounds_seen % cfg.num_rounds
-            hands, boneyard, center, current = ref_deal(
+            hands, boneyard, center, current = reference.deal(
                 cfg, deals.permutation(cfg.num_tiles).tolist(), rounds_seen
             )
             assert view["center"] == center and view["table"] == {(center, center)}
@@ -311,7 +126,7 @@ def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
         ended = ref.apply(action)
         finished = engine.step(action)
         steps_in_round += 1
-        assert steps_in_round <= round_step_bound(cfg), "the round does not end (R11)"
+        assert steps_in_round <= reference.round_step_bound(cfg), "the round does not end (R11)"
         if ended:
             points = ref.points()
             assert finished == [points]
@@ -321,13 +136,13 @@ def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
                 scores[seat].append(p)
             rounds_seen += 1
             ref = None
-            assert engine.game_over == ref_game_over(cfg, scores)  # R4, or the target
+            assert engine.game_over == reference.game_over(cfg, scores)  # R4, or the target
         else:
             assert finished == []
     assert rounds_seen == len(scores[0])
     assert engine.scores == scores
     assert engine.totals() == [sum(s) for s in scores]
-    assert engine.winners == ref_winners(cfg, scores)  # R13
+    assert engine.winners == reference.winners(cfg, scores)  # R13
     assert not engine.legal_action_mask().any()
     return engine
 
@@ -597,7 +412,6 @@ def test_env_rewards_follow_round_points(cfg, seed, policy_seed):
     # AEC accounting: an agent's return is the sum of the rewards `last()` hands it at each of
     # its turns, including the final (dead) one.
     totals = dict.fromkeys(env.possible_agents, 0.0)
-    scale = cfg.points_scale
     while env.agents:
         obs, reward, term, trunc, _ = env.last()
         totals[env.agent_selection] += reward
@@ -609,15 +423,8 @@ def test_env_rewards_follow_round_points(cfg, seed, policy_seed):
         if len(raw.engine.scores[0]) > rounds_before and cfg.reward_mode == "zero_sum":
             assert abs(sum(raw.rewards.values())) < 1e-9
     scores = raw.engine.scores
-    assert ref_game_over(cfg, scores) and not ref_game_over(cfg, [s[:-1] for s in scores])
-    n = cfg.num_players
-    for seat, agent in enumerate(env.possible_agents):
-        own = sum(scores[seat])
-        if cfg.reward_mode == "score":
-            expected = -own / scale
-        elif cfg.reward_mode == "zero_sum":
-            others = sum(sum(scores[s]) for s in range(n) if s != seat)
-            expected = (others / (n - 1) - own) / scale
-        else:
-            expected = 1.0 if seat in raw.engine.winners else -1.0
-        assert totals[agent] == pytest.approx(expected, abs=1e-9)
+    over = reference.game_over
+    assert over(cfg, scores) and not over(cfg, [s[:-1] for s in scores])
+    expected = reference.game_returns(cfg, scores)  # the documented rewards, with R13's winners
+    for agent, want in zip(env.possible_agents, expected):
+        assert totals[agent] == pytest.approx(want, abs=1e-9)

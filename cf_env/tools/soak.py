@@ -12,9 +12,9 @@ search variants, games to a target score, double-blank value, tie-break, reward 
   seed's permutations;
 
 * tiles are conserved: hands + boneyard + table = the set, each tile exactly once (R1, R3);
-* the action mask is never empty for the acting seat and equals a legality check written here
-  from the rules (R6-R9) over the public table state; the table state agrees with the layout
-  (open ends, empty spinner arms, toes owed);
+* the action mask is never empty for the acting seat and equals the legal set of the
+  reference rules model (R6-R9) over the public table state; the table state agrees with the
+  layout (open ends, empty spinner arms, toes owed);
 * rounds end within a bound on their length (R11); round points are the pips left in hand with
   the double-blank at its configured value, 0 for whoever went out (R12); a game has
   `num_rounds` rounds (R4), or ends in the round in which a total passes `target_score`; its
@@ -29,6 +29,10 @@ search variants, games to a target score, double-blank value, tie-break, reward 
   actions; every info has reset's keys and types; after `terminated` the mask is the terminal
   placeholder alone, and stepping raises and changes nothing.
 
+The rules these checks expect (deals, legality, R11-R13, rewards) come from
+`cf_env.tools.reference`, the rules model written apart from the engine that `tests/test_fuzz.py`
+uses too.
+
 Any exception or broken invariant is a fault: it is recorded with the config and seeds that
 reproduce it, the soak moves on to the next game, and the exit status is 1.
 """
@@ -37,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from collections import Counter
@@ -47,7 +50,8 @@ import numpy as np
 
 from cf_env.core.config import SUPPORTED_SETS, ChickenFootConfig, max_players, num_tiles
 from cf_env.core.engine import Engine, IllegalActionError
-from cf_env.core.tiles import tile_tables
+from cf_env.tools import reference
+from cf_env.tools.reference import pairs_of
 
 # Malformed actions the engine must reject (beside illegal in-range ints).
 _MALFORMED = (None, -1, 1.5, "0", True, np.float32(0), np.array([0]), 10**9)
@@ -109,31 +113,18 @@ def random_config(rng: np.random.Generator) -> ChickenFootConfig:
 
 # ---------------------------------------------------------------------------- invariants
 def rules_legal(engine: Engine) -> set[int]:
-    """The legal actions from the rules (R6-R9, R8 draw/pass), over the public table state."""
-    cfg, pairs = engine.config, engine.tables.pairs
-    if engine.foot_value >= 0:  # R9
-        values = {engine.foot_value}
-    elif engine.spinner_empty:  # R7
-        values = {engine.center}
-    else:  # R6
-        values = {v for v, c in enumerate(engine.open_count) if c}
-
-    def placements(t: int) -> list[int]:
-        lo, hi = pairs[t]
-        out = [2 * t] if lo in values else []
-        if hi != lo and hi in values:
-            out.append(2 * t + 1)
-        return out
-
-    if engine.drawn_tile >= 0:  # R8: the drawn tile, or pass unless it must be played
-        legal = set(placements(engine.drawn_tile))
-        if not (legal and cfg.must_play_drawn):
-            legal.add(cfg.pass_action)
-        return legal
-    legal = {a for t in np.flatnonzero(engine.hands[engine.current]) for a in placements(int(t))}
-    if not legal:
-        legal.add(cfg.draw_action if engine.boneyard else cfg.pass_action)
-    return legal
+    """The legal actions by the reference rules (R6-R9, R8 draw/pass) over the engine's public
+    table state."""
+    pairs = pairs_of(engine.config.max_pips)
+    values = reference.playable_values(
+        engine.center,
+        engine.spinner_empty,
+        dict(enumerate(engine.open_count)),
+        engine.foot_value if engine.foot_value >= 0 else None,
+    )
+    hand = [pairs[t] for t in np.flatnonzero(engine.hands[engine.current])]
+    drawn = pairs[engine.drawn_tile] if engine.drawn_tile >= 0 else None
+    return reference.legal_actions(engine.config, values, hand, drawn, bool(engine.boneyard))
 
 
 def check_position(engine: Engine, layout: bool = True) -> None:
@@ -174,7 +165,7 @@ def check_position(engine: Engine, layout: bool = True) -> None:
 
 
 def expected_points(engine: Engine, hands: np.ndarray, boneyard: list[int], action: int) -> list:
-    """R12 for a round ended by `action` (no forced follow-ups): pips left in each hand."""
+    """R12 (by the reference) for a round ended by `action` (no forced follow-ups)."""
     cfg = engine.config
     hands = hands.copy()
     seat = engine.history[-1][1]
@@ -182,77 +173,19 @@ def expected_points(engine: Engine, hands: np.ndarray, boneyard: list[int], acti
         hands[seat, action // 2] = False
     elif action == cfg.draw_action:  # a round-ending draw emptied the boneyard into this hand
         hands[seat, boneyard] = True
-    points = engine.tables.points(cfg.double_blank_value)
-    return [int(points[h].sum()) for h in hands]
-
-
-def rules_deal(cfg: ChickenFootConfig, order: list[int], countdown: int):
-    """R3/R5 (and the `start_search` variants) for a round whose deal is the permutation
-    `order`: seat s takes the s-th block of hand_size tiles, the rest is the boneyard, drawn
-    from its start; then the start double is found. Returns (hands as sets of tile ids, the
-    boneyard in draw order, the centre value, the first seat to act)."""
-    n, size, double = cfg.num_players, cfg.hand_size, tile_tables(cfg.max_pips).double_id
-    hands = [set(order[s * size : (s + 1) * size]) for s in range(n)]
-    boneyard = order[n * size :]
-    center = cfg.max_pips - countdown  # R4
-
-    def holder(value: int) -> int:
-        return next((s for s in range(n) if int(double[value]) in hands[s]), -1)
-
-    seat = holder(center)
-    if seat < 0 and cfg.start_search == "lower_double":
-        lower = [v for v in range(center - 1, -1, -1) if holder(v) >= 0]
-        if lower:  # else the round's own double is drawn for, as R5
-            center, seat = lower[0], holder(lower[0])
-    drawn = 0
-    while seat < 0:  # R5 in turns from seat countdown % n; all_draw: whole rounds of draws
-        tile = boneyard[drawn]
-        hands[(countdown + drawn) % n].add(tile)
-        if tile == double[center]:
-            seat = (countdown + drawn) % n
-        drawn += 1
-    while cfg.start_search == "all_draw" and drawn % n and drawn < len(boneyard):
-        hands[(countdown + drawn) % n].add(boneyard[drawn])  # the rest of the batch draws too
-        drawn += 1
-    hands[seat].discard(int(double[center]))
-    return hands, boneyard[drawn:], center, (seat + 1) % n
+    pairs = pairs_of(cfg.max_pips)
+    return reference.round_points(cfg, [[pairs[t] for t in np.flatnonzero(h)] for h in hands])
 
 
 def check_deal(engine: Engine, order: list[int]) -> None:
-    """The round just dealt is `rules_deal` of its permutation (before any decision)."""
-    hands, boneyard, center, current = rules_deal(engine.config, order, engine.round)
+    """The round just dealt is the reference's deal of its permutation (before any decision)."""
+    hands, boneyard, center, current = reference.deal(engine.config, order, engine.round)
+    pairs = pairs_of(engine.config.max_pips)
     check(engine.center == center, "deal_center", lambda: f"{engine.center} vs {center}")
     check(engine.current == current, "deal_current", lambda: f"{engine.current} vs {current}")
-    check(engine.boneyard[::-1] == boneyard, "deal_boneyard")
-    got = [set(np.flatnonzero(h).tolist()) for h in engine.hands]
+    check([pairs[t] for t in engine.boneyard[::-1]] == boneyard, "deal_boneyard")
+    got = [{pairs[t] for t in np.flatnonzero(h)} for h in engine.hands]
     check(got == hands, "deal_hands", lambda: f"sizes {[len(h) for h in got]} vs {[len(h) for h in hands]}")
-
-
-def rules_game_over(cfg: ChickenFootConfig, scores: list[list[int]]) -> bool:
-    """R4: after num_rounds rounds; variant: after the round in which a total passes the target."""
-    if cfg.target_score is None:
-        return len(scores[0]) == cfg.num_rounds
-    return max(map(sum, scores)) > cfg.target_score
-
-
-def r13(cfg: ChickenFootConfig, scores: list[list[int]]) -> list[int]:
-    totals = [sum(s) for s in scores]
-    tied = [s for s, t in enumerate(totals) if t == min(totals)]
-    if cfg.tie_break == "r13":
-        for key in (
-            lambda s: -scores[s].count(0),
-            lambda s: min([x for x in scores[s] if x > 0], default=math.inf),
-        ):
-            best = min(key(s) for s in tied)
-            tied = [s for s in tied if key(s) == best]
-    return tied
-
-
-def round_bound(cfg: ChickenFootConfig) -> int:
-    # At most T plays, T draws and T post-draw passes per round, and with an empty boneyard at
-    # most n-1 passes between two plays (else R11 ends the round).
-    count = cfg.num_tiles
-    return 3 * count + cfg.num_players * (count + 1)
 
 
 def probe_illegal(engine: Engine, rng: np.random.Generator) -> None:
@@ -321,7 +254,7 @@ def play_engine_game(
         stats.steps += 1
         stats.actions += len(engine.history) - actions_before
         in_round += 1
-        check(in_round <= round_bound(cfg), "round_never_ends", lambda: f"round {engine.round}")
+        check(in_round <= reference.round_step_bound(cfg), "round_never_ends", lambda: f"round {engine.round}")
         for points in finished:
             check(len(points) == cfg.num_players and min(points) >= 0, "points", str(points))
         if finished:
@@ -339,8 +272,9 @@ def play_engine_game(
                 deals.permutation(cfg.num_tiles)  # keep in step with the engine's deals
     played = [s[:-1] for s in engine.scores]
     check(all(len(s) == len(engine.scores[0]) for s in engine.scores), "rounds_played")
-    check(rules_game_over(cfg, engine.scores) and not rules_game_over(cfg, played), "game_end")
-    check(engine.winners == r13(cfg, engine.scores), "winners", lambda: f"{engine.winners}")
+    over = reference.game_over
+    check(over(cfg, engine.scores) and not over(cfg, played), "game_end")
+    check(engine.winners == reference.winners(cfg, engine.scores), "winners", lambda: f"{engine.winners}")
     check(not engine.legal_action_mask().any(), "mask_after_game")
     for action in (0, cfg.draw_action, cfg.pass_action):
         try:
@@ -381,16 +315,8 @@ def play_env_game(cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: St
     check(engine.game_over, "env_game_over")
     stats.rounds += len(engine.scores[0])
     stats.actions += len(engine.history)
-    scale = cfg.points_scale
-    totals = engine.totals()
-    n = cfg.num_players
-    for seat, agent in enumerate(env.possible_agents):
-        if cfg.reward_mode == "score":
-            want = -totals[seat] / scale
-        elif cfg.reward_mode == "zero_sum":
-            want = ((sum(totals) - totals[seat]) / (n - 1) - totals[seat]) / scale
-        else:
-            want = 1.0 if seat in engine.winners else -1.0
+    wants = reference.game_returns(cfg, engine.scores)
+    for agent, want in zip(env.possible_agents, wants):
         check(abs(returns[agent] - want) < 1e-6, "env_return", f"{agent}: {returns}")
 
 
