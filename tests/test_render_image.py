@@ -11,7 +11,7 @@ from PIL import ImageDraw
 
 import cf_env
 from cf_env import ChickenFootConfig, Engine
-from cf_env.viz import render_image as render_image_module
+from cf_env.viz.image_paint import Painter
 from cf_env.viz.render_image import canvas_size, render_image, render_rgb, table_layout
 
 
@@ -283,13 +283,13 @@ def test_i12_17_reveal_draws_every_hand_with_its_points(monkeypatch):
     table = canvas_size(engine.config)[1]
     hidden = render_rgb(engine)
     tiles = []
-    original = render_image_module._Painter.tile
+    original = Painter.tile
 
     def spy(self, item):
         tiles.append(item.values)
         return original(self, item)
 
-    monkeypatch.setattr(render_image_module._Painter, "tile", spy)
+    monkeypatch.setattr(Painter, "tile", spy)
     drawn = _panel_text(monkeypatch, engine)
     revealed = render_rgb(engine, reveal=True)
     assert np.array_equal(revealed[:, :table], hidden[:, :table])
