@@ -1,4 +1,6 @@
-"""The training configuration: typed dataclasses with a docstring per field (CleanRL style).
+"""The training configuration: typed frozen dataclasses with a docstring per field (CleanRL
+style), and the one YAML loader every trainer's config goes through (`dataclass_from_dict`,
+`read_config_data`; `training.rllib_config` uses them too).
 
 A run is configured by `configs/<name>.yaml` (any subset of the fields below, nested by section)
 plus command-line overrides `--set section.field=value` (values parsed as YAML, so `1e-4`,
@@ -22,7 +24,7 @@ import yaml
 from cf_env import ChickenFootConfig
 
 
-@dataclass
+@dataclass(frozen=True)
 class EnvSettings:
     rules: dict = field(default_factory=dict)
     """Overrides of `cf_env.ChickenFootConfig` (empty = the default 4-player double-9 game)."""
@@ -32,7 +34,7 @@ class EnvSettings:
     """Take the learner's decisions that have exactly one legal action without asking it."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class OpponentSettings:
     bots: dict = field(default_factory=lambda: {"greedy": 0.5, "heuristic": 0.2, "random": 0.1})
     """Bot specs and their sampling weights for each opponent seat."""
@@ -47,7 +49,7 @@ class OpponentSettings:
     """Snapshots play their argmax action (True) or sample from their policy (False)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class PPOSettings:
     learning_rate: float = 3e-4
     """Adam step size; > 0. May change on --resume, like every ppo.* field except n_steps,
@@ -84,7 +86,7 @@ class PPOSettings:
     """"tanh" or "relu" between hidden layers."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class SelfPlaySettings:
     """The self-play trainer (`algo: selfplay`, `training.selfplay`); ignored by maskable_ppo."""
 
@@ -115,7 +117,7 @@ class SelfPlaySettings:
     """Clip the value update to ppo.clip_range around the behaviour value (CleanRL's clip_vloss)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class EvalSettings:
     every_steps: int = 100_000
     """Learner steps between evaluations (0 disables periodic evaluation)."""
@@ -131,7 +133,7 @@ class EvalSettings:
     """Opponent whose win rate picks the "best" checkpoint."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
     algo: str = "selfplay"
     """The learner: "selfplay" (training.selfplay: every seat of many batched games learns,
@@ -172,59 +174,66 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+# ------------------------------------------------------------------------------- the loader
+# One loader for every trainer's config (this module's `TrainConfig`, `training.rllib_config`'s
+# `RLlibTrainConfig`): a YAML file of nested sections plus `--set` overrides, read into typed
+# frozen dataclasses. Ranges and cross-field rules are each trainer's own `validate`.
 def _field_types(cls) -> dict[str, object]:
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
 
 def _coerce(value, kind, where: str):
-    """Check `value` against the annotation `kind` (ints accepted for floats)."""
-    if dataclasses.is_dataclass(kind):
-        if not isinstance(value, dict):
-            raise ValueError(f"{where} must be a mapping of {kind.__name__} fields; got {value!r}")
-        return _build(kind, value, where)
-    origin = typing.get_origin(kind)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(kind)
-        if value is None and type(None) in options:
-            return None
-        kind = next(k for k in options if k is not type(None))
-        origin = typing.get_origin(kind)
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if kind is float and isinstance(value, str):
-        # YAML 1.1 reads "1e-4" (no dot) as a string; it is meant as a number.
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    expected = origin or kind
-    if expected is int and isinstance(value, bool):
-        raise ValueError(f"{where} must be an int; got {value!r}")
-    if not isinstance(value, expected):
-        raise ValueError(f"{where} must be {getattr(expected, '__name__', expected)}; got {value!r}")
-    return value
+    """`value` checked against the annotation `kind`; a union takes the first option that fits.
+
+    Ints are accepted for floats, and so are numeric strings: YAML 1.1 reads "1e-4" (no dot) as
+    a string, meant as a number. A bool is never an int.
+    """
+    union = typing.get_origin(kind) in (typing.Union, types.UnionType)
+    if value is None and union and type(None) in typing.get_args(kind):
+        return None
+    options = [k for k in (typing.get_args(kind) if union else (kind,)) if k is not type(None)]
+    for option in options:
+        expected = typing.get_origin(option) or option
+        if expected is float and not isinstance(value, bool):
+            if isinstance(value, int):
+                return float(value)
+            if isinstance(value, str):
+                try:
+                    return float(value)
+                except ValueError:
+                    pass
+        if expected is int and isinstance(value, bool):
+            continue
+        if isinstance(value, expected):
+            return value
+    names = " or ".join(getattr(k, "__name__", str(k)) for k in options)
+    raise ValueError(f"{where} must be {names}; got {value!r}")
 
 
-def _build(cls, data: dict, where: str):
+def dataclass_from_dict(cls, data: dict, where: str = "", defaults=None):
+    """The dataclass `cls` that the nested dict `data` describes, merged over `defaults` (an
+    instance; `cls()` when None): a section (a dataclass-typed field) given in part keeps the
+    defaults of the fields it leaves out, however deep. Raises `ValueError` naming the dotted key
+    for an unknown key (with the valid ones), a section that is not a mapping, or a wrong type.
+    """
     types_ = _field_types(cls)
     unknown = sorted(set(data) - set(types_))
     if unknown:
         raise ValueError(f"unknown key(s) {unknown} in {where or 'config'}; valid: {sorted(types_)}")
-    base = cls()
-    kwargs = {}
-    for name, kind in types_.items():
-        if name in data:
-            sub = f"{where}.{name}" if where else name
-            if dataclasses.is_dataclass(kind):
-                if not isinstance(data[name], (dict, type(None))):
-                    raise ValueError(f"{sub} is a section: a mapping of {sorted(_field_types(kind))}"
-                                     f"; got {data[name]!r}")
-                merged = {**dataclasses.asdict(getattr(base, name)), **(data[name] or {})}
-                kwargs[name] = _coerce(merged, kind, sub)
-            else:
-                kwargs[name] = _coerce(data[name], kind, sub)
-    return cls(**kwargs)
+    if defaults is None:
+        defaults = cls()
+    changes = {}
+    for name, value in data.items():
+        kind, sub = types_[name], f"{where}.{name}" if where else name
+        if dataclasses.is_dataclass(kind):
+            if not isinstance(value, (dict, type(None))):
+                raise ValueError(f"{sub} is a section: a mapping of {sorted(_field_types(kind))}"
+                                 f"; got {value!r}")
+            changes[name] = dataclass_from_dict(kind, value or {}, sub, getattr(defaults, name))
+        else:
+            changes[name] = _coerce(value, kind, sub)
+    return dataclasses.replace(defaults, **changes)
 
 
 def yaml_problem(err: yaml.YAMLError) -> str:
@@ -234,6 +243,14 @@ def yaml_problem(err: yaml.YAMLError) -> str:
     if problem and mark is not None:
         return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
     return " ".join(str(err).split())
+
+
+def read_yaml(path: str | Path):
+    """A YAML file's content; `ValueError` naming the file, line and column if it is not YAML."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path}: not valid YAML ({yaml_problem(err)})") from None
 
 
 def apply_override(data: dict, assignment: str) -> None:
@@ -255,31 +272,32 @@ def apply_override(data: dict, assignment: str) -> None:
     node[parts[-1]] = value
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> TrainConfig:
-    """The config from a YAML file (or the defaults) with `--set` overrides applied."""
+def read_config_data(path: str | Path | None = None, overrides: list[str] = ()) -> dict:
+    """The nested dict a YAML config file (none: `{}`) and `--set` overrides describe."""
     data: dict = {}
     if path is not None:
         if not Path(path).is_file():
             nearby = sorted(str(p) for p in Path(path).parent.glob("*.yaml"))
             raise FileNotFoundError(f"config file {str(path)!r} not found"
                                     + (f"; next to it: {', '.join(nearby)}" if nearby else ""))
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except yaml.YAMLError as err:
-            raise ValueError(f"{path}: not valid YAML ({yaml_problem(err)})") from None
+        data = read_yaml(path) or {}
         if not isinstance(data, dict):
             raise ValueError(f"{path}: a config file holds a mapping of sections")
     for assignment in overrides:
         apply_override(data, assignment)
-    config = _build(TrainConfig, data, "")
-    validate(config)
-    return config
+    return data
+
+
+# ------------------------------------------------------------------------------- TrainConfig
+def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> TrainConfig:
+    """The config from a YAML file (or the defaults) with `--set` overrides applied."""
+    return config_from_dict(read_config_data(path, overrides))
 
 
 def config_from_dict(data: dict, *, checked: bool = True) -> TrainConfig:
     """The config a nested dict describes (types always checked; ranges unless `checked=False`,
     used for a saved run config that older code wrote and `--set` may be about to correct)."""
-    config = _build(TrainConfig, data, "")
+    config = dataclass_from_dict(TrainConfig, data)
     if checked:
         validate(config)
     return config
