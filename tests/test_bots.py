@@ -12,11 +12,11 @@ import pytest
 from positions import build
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.agents.bots import GreedyPolicy, HeuristicPolicy, ObservationDecoder
+from cf_env.agents.bots import GreedyPolicy, HeuristicPolicy
 from cf_env.agents.ismcts import ISMCTSPolicy
 from cf_env.agents.policies import load_policy, policy_names, register_policy
 from cf_env.core.actions import encode_play
-from cf_env.core.observation import Encoder
+from cf_env.core.observation import Encoder, ObservationDecoder
 from cf_env.core.tiles import tile_tables
 
 PLAYOUT_CONFIGS = [

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
+from cf_env.agents import checkpoint as reader
 from cf_env.agents.policies import load_policy
 from cf_env.core.observation import observation_layout
 from training import checkpoints as ckpt
@@ -131,11 +132,11 @@ def test_i12_08_too_many_members_are_refused_unopened(tmp_path, monkeypatch):
 def test_i12_08_declared_total_and_file_size_are_bounded(tmp_path, monkeypatch):
     folder = _checkpoint(tmp_path / "ckpt")
     size = (folder / "policy.npz").stat().st_size
-    monkeypatch.setattr(ckpt, "MAX_POLICY_BYTES", size - 1)
+    monkeypatch.setattr(reader, "MAX_POLICY_BYTES", size - 1)
     with pytest.raises(ckpt.CheckpointError, match=f"{size} bytes, over the {size - 1}-byte limit"):
         ckpt.load_weights(folder)
     # Compressed under the limit, but the members would decompress to more than it.
-    monkeypatch.setattr(ckpt, "MAX_POLICY_BYTES", size + 1)
+    monkeypatch.setattr(reader, "MAX_POLICY_BYTES", size + 1)
     _write_npz(folder / "policy.npz", {}, {"W0": np.zeros((16, 4096), np.float32),
                                            "b0": np.zeros(16, np.float32)})
     with pytest.raises(ckpt.CheckpointError, match="members would decompress to 262[0-9]+ bytes"):

@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.agents.bots import ObservationDecoder
 from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, split_guided
 from cf_env.agents.policies import load_policy, spec_checkpoint, validate_policy_spec
 from cf_env.core.deals import DealSampler
 from cf_env.core.engine import Arm
-from cf_env.core.observation import Encoder
+from cf_env.core.observation import Encoder, ObservationDecoder
 from cf_env.core.tiles import tile_tables
 from cf_env.tools.play import main as play_main
 from cf_env.tools.soak import check_position

@@ -1,511 +1,55 @@
-"""Checkpoints: writing them atomically, checking them against an env, and playing them.
+"""Checkpoints, write side: writing them atomically (`step_<N>/` and the run's pointers).
 
-A checkpoint is a directory:
-
-| file | what | needed for |
-|---|---|---|
-| `card.json` | format, steps, env config, `OBSERVATION_VERSION`, sizes, network, provenance | everything |
-| `policy.npz` | the actor's weights as plain arrays (`W0, b0, W1, b1, …`, loaded without pickle) | playing |
-| `model.zip` | the full sb3-contrib `MaskablePPO` (value net, optimiser state) | resuming training (`algo: maskable_ppo`) |
-| `trainer.pt` | self-play trainer state: actor, critic, optimiser, counters, pool (`torch.save` of plain state dicts, read with `weights_only=True`) | resuming training (`algo: selfplay`) |
-
-Playing a checkpoint (`ppo:<path>` specs, `load_ppo_policy`) needs only the card and the numpy
-weights: no torch, no pickle, and a forward pass in tens of microseconds. `<path>` may be a
-checkpoint directory, its `card.json`/`policy.npz`/`model.zip`, a run directory (its latest
-checkpoint) or a run's `checkpoints/` folder.
-
-Security: an SB3 `model.zip` unpickles Python objects when loaded, so loading an untrusted one can
-run arbitrary code. Nothing here ever loads one as a policy: a path naming a zip (or a directory)
-without `policy.npz` beside a `card.json` raises `PickleRefusedError`, which says to convert a zip
-*you trust* with `python -m training.export --allow-pickle`. `policy.npz` is read with
-`allow_pickle=False` (object arrays are refused) and validated (`load_weights`); `card.json` is
-plain JSON, validated by `read_card`, and must carry the `policy_sha256` that `policy.npz` is
-checked against. Any unreadable, truncated or inconsistent file raises `CheckpointError` naming
-the file and the problem. (`training.ppo --resume` does unpickle the run's own `model.zip`: the
-run directory is one your own training process wrote.)
-
-Bounded reading: a checkpoint may come from someone else, so no file makes a reader allocate much
-more than a genuine checkpoint would. `card.json` and pointers are read only up to
-`MAX_CARD_BYTES` / `MAX_POINTER_BYTES`, and JSON nested too deeply to parse is a
-`CheckpointError`, not a `RecursionError`. `policy.npz` is checked from its zip directory and the
-members' `.npy` headers before any array is decompressed: at most `2 * MAX_LAYERS` members, named
-`W<i>`/`b<i>`, float dtypes, each member's size in the zip directory equal to the size its header
-declares, the declared total within `MAX_POLICY_BYTES`, and (with a card) every shape the one the
-card's layer sizes imply (`read_card` ties `observation_size` and `num_actions` to the env config
-and bounds the architecture). A pointer (`latest.json`, `best.json`) may name only a checkpoint
-directory beside it: one folder name, no `.`/`..`/absolute path, no symlink leading elsewhere, and
-never another pointer (so pointer chains and cycles cannot occur).
+The format, and reading, validating and playing a checkpoint, are `cf_env.agents.checkpoint`'s
+(numpy only: a shipped checkpoint plays without `training`); its names are re-exported here, so
+`training.checkpoints` is the whole checkpoint API for trainers and tools. This module adds what
+needs a trainer: the actor's weights of an SB3 model, its card, and the writers. `model.zip`
+(sb3-contrib `MaskablePPO`) and `trainer.pt` (self-play trainer state) are written beside
+`card.json` and `policy.npz` for resuming training.
 
 Atomicity: a checkpoint is written into a fresh temporary directory, which is renamed into place
 (`step_<N>/`, a name that did not exist) only when complete; the run's `latest.json` / `best.json`
 pointers are then replaced with `os.replace`. A crash at any moment leaves the previous pointer
 naming a complete checkpoint.
-
-Compatibility (`check_compatible`): a checkpoint plays only in an env with the same rules and
-observation encoding. Every `ChickenFootConfig` field must match except `reward_mode`,
-`skip_forced` and `illegal_action` (they change neither the game nor the observation) and
-`num_rounds` where the env plays fewer rounds than the checkpoint was trained on: round r of a
-shorter game is the same position as round r of the longer one, so the observation's one-hot
-`round` piece is zero-padded. Anything else raises `CheckpointMismatchError` naming the field.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 
-from cf_env import OBSERVATION_VERSION, ChickenFootConfig
-from cf_env.core.observation import observation_layout
-
-CHECKPOINT_FORMAT = 1
-# Fields that change neither the rules of play nor the observation; a checkpoint ignores them.
-NEUTRAL_FIELDS = ("reward_mode", "skip_forced", "illegal_action")
-ACTIVATIONS = ("tanh", "relu")
-# Read limits (module docstring, "Bounded reading"), each far above what training writes: the
-# shipped card is ~8 KB, a pointer ~100 bytes, and the biggest env (double-18, 8 players: 2,147
-# inputs) with a 1024x1024 network needs ~15 MB of float32 weights.
-MAX_CARD_BYTES = 1 << 20
-MAX_POINTER_BYTES = 1 << 16
-MAX_LAYERS = 64  # (W, b) pairs, so policy.npz holds at most 2 * MAX_LAYERS members
-MAX_POLICY_BYTES = 1 << 28  # policy.npz on disk, and the total its arrays declare (256 MiB)
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file is missing, unreadable, truncated, corrupted or inconsistent."""
-
-
-class CheckpointMismatchError(CheckpointError):
-    """The checkpoint was trained for another game config or observation encoding."""
-
-
-class PickleRefusedError(CheckpointError):
-    """Loading this as a policy would unpickle an SB3 zip; an explicit opt-in is needed."""
-
-
-PICKLE_WARNING = (
-    "an SB3 .zip unpickles Python objects when loaded, so loading an untrusted one can run "
-    "arbitrary code on this machine"
+from cf_env.agents.checkpoint import (  # noqa: F401  (the reader, re-exported: module docstring)
+    ACTIVATIONS,
+    CARD_KEYS,
+    CHECKPOINT_FORMAT,
+    MAX_CARD_BYTES,
+    MAX_LAYERS,
+    MAX_POINTER_BYTES,
+    MAX_POLICY_BYTES,
+    NEUTRAL_FIELDS,
+    PICKLE_WARNING,
+    CheckpointError,
+    CheckpointMismatchError,
+    NumpyPolicy,
+    PickleRefusedError,
+    check_compatible,
+    layer_sizes,
+    load_ppo_policy,
+    load_weights,
+    read_card,
+    read_json,
+    read_pointer,
+    resolve_checkpoint,
+    sha256_file,
 )
-# Keys every card must hold, with the type each must have (checked by `read_card`).
-CARD_KEYS = {
-    "format": int,
-    "steps": int,
-    "env_config": dict,
-    "observation_version": int,
-    "observation_size": int,
-    "num_actions": int,
-    "activation": str,
-    "net_arch": list,
-    "policy_sha256": str,
-}
-
-
-# ---------------------------------------------------------------------------------- locating
-def _refuse_pickle(path: Path, why: str) -> PickleRefusedError:
-    return PickleRefusedError(
-        f"{path}: {why}. Refusing to load it as a policy: {PICKLE_WARNING}. If you trust the "
-        f"file, convert it once to the weights-only format with `python -m training.export "
-        f"{path} <out-dir> --allow-pickle` (a bare zip also needs the env config: --set or "
-        f"--config-json) and play `ppo:<out-dir>`"
-    )
-
-
-def resolve_checkpoint(path: str | os.PathLike) -> Path:
-    """The checkpoint directory `path` names (see the module docstring for accepted forms).
-
-    Raises `FileNotFoundError` when nothing is there, `PickleRefusedError` for a bare SB3 zip and
-    `CheckpointError` for a bad `latest.json` pointer (`read_pointer`).
-    """
-    p = Path(path)
-    if p.is_file() and p.name in ("model.zip", "card.json", "policy.npz"):
-        p = p.parent
-    elif p.is_file() and p.suffix == ".zip":
-        raise _refuse_pickle(p, "this is an SB3 zip, not a weights-only checkpoint")
-    if (p / "card.json").is_file():
-        return p
-    for pointer in (p / "latest.json", p / "checkpoints" / "latest.json"):
-        if pointer.is_file():
-            return read_pointer(pointer)
-    if (p / "model.zip").is_file():
-        raise _refuse_pickle(p / "model.zip", "no card.json / policy.npz beside this SB3 zip")
-    raise FileNotFoundError(
-        f"no checkpoint at {str(path)!r}: expected a directory with card.json and policy.npz, or "
-        "a run directory with checkpoints/latest.json"
-    )
-
-
-def read_pointer(pointer: str | os.PathLike) -> Path:
-    """The checkpoint directory a run's pointer file (`latest.json`, `best.json`) names.
-
-    A pointer is `{"path": "<name>", ...}` (`write_pointer`) naming a checkpoint directory beside
-    it. Raises `CheckpointError` naming the pointer for anything else: bad or oversized JSON, a
-    path that is not one folder name (`.`, `..`, absolute, with separators), a name whose real
-    path is not directly inside the pointer's folder (a symlink out of the run), or a target
-    without `card.json` (missing, or a folder holding another pointer: chains and cycles).
-    """
-    pointer = Path(pointer)
-    expected = 'expected JSON {"path": "step_<N>"} naming a checkpoint directory beside it'
-    data = read_json(pointer, MAX_POINTER_BYTES, f"not a checkpoint pointer ({expected})")
-    name = data.get("path") if isinstance(data, dict) else None
-    if not isinstance(name, str):
-        raise CheckpointError(f"{pointer}: not a checkpoint pointer ({expected}); got "
-                              f"{json.dumps(data)[:80]}")
-    if name in ("", ".", "..") or "\0" in name or Path(name).name != name:
-        raise CheckpointError(
-            f"{pointer}: path {name!r} is not a single folder name; a pointer may name only a "
-            f"checkpoint directory beside it ({expected})"
-        )
-    target = pointer.parent / name
-    real = target.resolve()
-    if real.parent != pointer.parent.resolve():
-        raise CheckpointError(
-            f"{pointer}: path {name!r} leads to {real}, outside {pointer.parent.resolve()} (a "
-            "symlink?); a pointer may name only a checkpoint directory inside its own folder"
-        )
-    if not (target / "card.json").is_file():
-        raise CheckpointError(
-            f"{pointer}: names {name!r}, but {target} is not a checkpoint directory (no card.json; "
-            "a pointer never names another pointer's folder); the pointer is stale or corrupted"
-        )
-    return target
-
-
-def read_json(file: str | os.PathLike, limit: int, what: str):
-    """The JSON value in `file`, read only up to `limit` bytes.
-
-    `CheckpointError` naming the file, prefixed with `what`, when the file is unreadable, larger
-    than `limit`, not UTF-8 JSON, or nested too deeply for the parser (a `RecursionError` in
-    `json`, which is not a `ValueError` and would escape every caller's error handling).
-    """
-    try:
-        with open(file, "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as exc:
-        raise CheckpointError(f"{file}: {what}: unreadable ({exc})") from None
-    if len(data) > limit:
-        raise CheckpointError(f"{file}: {what}: larger than the {limit}-byte limit (refused unread)")
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CheckpointError(f"{file}: {what}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise CheckpointError(f"{file}: {what}: JSON nested too deeply to parse") from None
-
-
-def layer_sizes(card: Mapping) -> list[int]:
-    """The network's layer sizes a card declares: inputs, hidden layers, actions."""
-    return [card["observation_size"], *card["net_arch"], card["num_actions"]]
-
-
-def read_card(path: str | os.PathLike) -> dict:
-    """The validated card of checkpoint `path`; `CheckpointError` naming card.json if it is bad."""
-    directory = resolve_checkpoint(path)
-    file = directory / "card.json"
-    card = read_json(file, MAX_CARD_BYTES, "not a checkpoint card")
-    if not isinstance(card, dict):
-        raise CheckpointError(f"{file}: expected a JSON object, got {type(card).__name__}")
-    if card.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointMismatchError(
-            f"{file}: checkpoint format {card.get('format')!r}; this code reads format "
-            f"{CHECKPOINT_FORMAT}"
-        )
-    for key, kind in CARD_KEYS.items():
-        if key not in card:
-            raise CheckpointError(f"{file}: missing key {key!r} (a card needs {sorted(CARD_KEYS)})")
-        value = card[key]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise CheckpointError(
-                f"{file}: {key!r} must be {kind.__name__}, got {type(value).__name__} {value!r}"
-            )
-    if card["activation"] not in ACTIVATIONS:
-        raise CheckpointError(
-            f"{file}: activation must be one of {ACTIVATIONS}; got {card['activation']!r}"
-        )
-    if len(card["policy_sha256"]) != 64 or not set(card["policy_sha256"]) <= set("0123456789abcdef"):
-        raise CheckpointError(f"{file}: policy_sha256 must be 64 lowercase hex digits (the sha256 "
-                              f"of policy.npz); got {card['policy_sha256'][:80]!r}")
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in card["net_arch"]):
-        raise CheckpointError(f"{file}: net_arch must be a list of positive ints; got "
-                              f"{card['net_arch']!r}")
-    try:
-        config = ChickenFootConfig.from_dict(card["env_config"])
-    except (TypeError, ValueError) as exc:
-        raise CheckpointError(
-            f"{file}: env_config is not a valid ChickenFootConfig: {exc}"
-        ) from None
-    if card["num_actions"] != config.num_actions:
-        raise CheckpointError(f"{file}: num_actions {card['num_actions']} but env_config has "
-                              f"{config.num_actions} actions")
-    # Only this code's observation version has a layout to compare with; another version is
-    # refused by `check_compatible` wherever an env config is given.
-    if card["observation_version"] == OBSERVATION_VERSION:
-        size = observation_layout(config).size
-        if card["observation_size"] != size:
-            raise CheckpointError(f"{file}: observation_size {card['observation_size']} but "
-                                  f"env_config's observation has {size} values")
-    sizes = layer_sizes(card)
-    declared = 4 * sum(a * b + b for a, b in zip(sizes, sizes[1:]))  # float32 W and b
-    if len(sizes) - 1 > MAX_LAYERS or declared > MAX_POLICY_BYTES:
-        raise CheckpointError(
-            f"{file}: a network of {len(sizes) - 1} layers, sizes {sizes[:10]}"
-            f"{'…' if len(sizes) > 10 else ''}, needs {declared} "
-            f"bytes of weights; the limits are {MAX_LAYERS} layers and {MAX_POLICY_BYTES} bytes"
-        )
-    return card
-
-
-# ---------------------------------------------------------------------------------- compatibility
-def check_compatible(card: Mapping, config: ChickenFootConfig, *, strict: bool = False) -> None:
-    """Raise `CheckpointMismatchError` naming every field in which `config` differs from `card`.
-
-    `strict=True` (used when resuming training) requires every config field to match.
-    """
-    problems = []
-    if card["observation_version"] != OBSERVATION_VERSION:
-        problems.append(
-            f"observation_version: checkpoint {card['observation_version']} vs env "
-            f"{OBSERVATION_VERSION}"
-        )
-    theirs = ChickenFootConfig.from_dict(card["env_config"]).to_dict()
-    ours = config.to_dict()
-    for name in ours:
-        if ours[name] == theirs[name] or (not strict and name in NEUTRAL_FIELDS):
-            continue
-        if not strict and name == "num_rounds" and ours[name] < theirs[name]:
-            continue  # the observation is padded (module docstring)
-        problems.append(f"{name}: checkpoint {theirs[name]!r} vs env {ours[name]!r}")
-    if problems:
-        raise CheckpointMismatchError(
-            "checkpoint was trained for a different game or observation encoding — "
-            + "; ".join(problems)
-        )
-
-
-def _round_padder(card: Mapping, config: ChickenFootConfig):
-    """A function mapping the env's observation to the checkpoint's (identity when equal)."""
-    trained = ChickenFootConfig.from_dict(card["env_config"])
-    if trained.num_rounds == config.num_rounds:
-        return None
-    piece = observation_layout(config).slices["round"]
-    extra = trained.num_rounds - config.num_rounds
-
-    def pad(vector: np.ndarray) -> np.ndarray:
-        return np.concatenate(
-            [vector[: piece.stop], np.zeros(extra, vector.dtype), vector[piece.stop :]]
-        )
-
-    return pad
-
-
-# ---------------------------------------------------------------------------------- playing
-class NumpyPolicy:
-    """The actor network in numpy: masked logits, then argmax (default) or a sample.
-
-    Only legal actions are ever chosen: illegal logits are set to -inf before the choice.
-    """
-
-    def __init__(
-        self,
-        weights: list[tuple[np.ndarray, np.ndarray]],
-        activation: str,
-        deterministic: bool = True,
-        seed: int | None = None,
-        adapt=None,
-    ):
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}; got {activation!r}")
-        self.weights = weights
-        self.activation = np.tanh if activation == "tanh" else (lambda x: np.maximum(x, 0.0))
-        self.deterministic = deterministic
-        self.rng = np.random.default_rng(seed)
-        self.adapt = adapt
-
-    def logits(self, vector: np.ndarray) -> np.ndarray:
-        x = np.asarray(vector, dtype=np.float32)
-        if self.adapt is not None:
-            x = self.adapt(x)
-        for W, b in self.weights[:-1]:
-            x = self.activation(W @ x + b)
-        W, b = self.weights[-1]
-        return W @ x + b
-
-    def act(self, observation: Mapping[str, np.ndarray]) -> int:
-        mask = np.asarray(observation["action_mask"]).astype(bool)
-        if not mask.any():
-            raise ValueError("NumpyPolicy.act: the action mask allows no action")
-        logits = np.where(mask, self.logits(observation["observation"]), -np.inf)
-        if self.deterministic:
-            return int(np.argmax(logits))
-        probs = np.exp(logits - logits.max())
-        probs /= probs.sum()
-        return int(self.rng.choice(probs.size, p=probs))
-
-
-def load_weights(
-    directory: str | os.PathLike, card: Mapping | None = None
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The (W, b) layers in `directory/policy.npz`, validated (against `card` when given).
-
-    Never unpickles (`allow_pickle=False`). Raises `CheckpointError` naming policy.npz for a
-    missing, oversized, truncated or garbage file, missing/extra/misnamed arrays, non-float dtypes,
-    shapes that do not chain (or do not match the card's sizes), and non-finite values. Everything
-    but the values is checked from the zip directory and the `.npy` headers before any array is
-    decompressed (`_declared_arrays`). With a card, its `policy_sha256` must match the file.
-    """
-    file = Path(directory) / "policy.npz"
-    if not file.is_file():
-        if (Path(directory) / "model.zip").is_file():
-            raise _refuse_pickle(Path(directory), "policy.npz is missing; only the SB3 model.zip "
-                                 "is here")
-        raise CheckpointError(f"{file}: missing (a checkpoint needs card.json and policy.npz)")
-    if file.stat().st_size > MAX_POLICY_BYTES:
-        raise CheckpointError(f"{file}: {file.stat().st_size} bytes, over the {MAX_POLICY_BYTES}"
-                              "-byte limit for a policy (refused unread)")
-    try:
-        with zipfile.ZipFile(file) as archive:
-            declared = _declared_arrays(file, archive)
-            layers = len(declared) // 2
-            _check_layer_shapes(file, declared, layers, card)
-            arrays = {}
-            for name, (info, _, _) in declared.items():
-                with archive.open(info) as stream:
-                    arrays[name] = np.lib.format.read_array(stream, allow_pickle=False)
-    except CheckpointError:
-        raise
-    except Exception as exc:  # zipfile/numpy/OS errors all mean "this file is not a good npz"
-        with open(file, "rb") as handle:
-            if handle.read(6) == np.lib.format.MAGIC_PREFIX:
-                raise CheckpointError(f"{file}: a single .npy array, not an .npz archive") from None
-        raise CheckpointError(
-            f"{file}: cannot be read as an .npz of plain arrays (truncated, corrupted, or holding "
-            f"pickled objects): {type(exc).__name__}: {exc}"
-        ) from None
-    weights = []
-    for i in range(layers):
-        for name in (f"W{i}", f"b{i}"):
-            if not np.isfinite(arrays[name]).all():
-                raise CheckpointError(f"{file}: {name} holds NaN or infinite values")
-        weights.append((arrays[f"W{i}"].astype(np.float32), arrays[f"b{i}"].astype(np.float32)))
-    # Last, so a damaged file is reported by what is wrong with it rather than by its digest.
-    if card is not None:
-        if "policy_sha256" not in card:  # `read_card` requires it; a hand-made card may lack it
-            raise CheckpointError(f"{file}: the card gives no policy_sha256 to check it against")
-        digest = sha256_file(file)
-        if digest != card["policy_sha256"]:
-            raise CheckpointError(
-                f"{file}: sha256 {digest[:16]}… differs from card.json's policy_sha256 "
-                f"{str(card['policy_sha256'])[:16]}… (truncated, corrupted or replaced)"
-            )
-    return weights
-
-
-def _declared_arrays(file: Path, archive: zipfile.ZipFile) -> dict:
-    """{array name: (zip member, shape, dtype)} from the zip directory and the members' `.npy`
-    headers, decompressing nothing past the headers.
-
-    Checks the member count, the names (`W<i>`/`b<i>` for i < number of W's, as `np.load` names
-    them), float dtypes, 2-D W and 1-D b, that each member's size in the zip directory is exactly
-    its header plus the data its shape declares, and the declared total (`MAX_POLICY_BYTES`).
-    """
-    infos = archive.infolist()
-    if len(infos) > 2 * MAX_LAYERS:
-        raise CheckpointError(f"{file}: {len(infos)} members; a policy holds at most "
-                              f"{2 * MAX_LAYERS} (W<i> and b<i> for up to {MAX_LAYERS} layers)")
-    names = [info.filename.removesuffix(".npy") for info in infos]
-    layers = sum(1 for name in names if name.startswith("W"))
-    expected = {f"{p}{i}" for i in range(layers) for p in "Wb"}
-    if layers == 0 or set(names) != expected or len(names) != len(expected):
-        duplicated = sorted({name for name in names if names.count(name) > 1})
-        raise CheckpointError(
-            f"{file}: expected arrays W0, b0, …, W{max(layers - 1, 0)}, b{max(layers - 1, 0)}; "
-            f"missing {sorted(expected - set(names))}, unexpected "
-            f"{sorted(set(names) - expected)}" + (f", duplicated {duplicated}" if duplicated else "")
-        )
-    total = sum(info.file_size for info in infos)
-    if total > MAX_POLICY_BYTES:
-        raise CheckpointError(f"{file}: its members would decompress to {total} bytes, over the "
-                              f"{MAX_POLICY_BYTES}-byte limit for a policy (refused unread)")
-    declared = {}
-    for name, info in zip(names, infos):
-        with archive.open(info) as stream:
-            version = np.lib.format.read_magic(stream)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
-            elif version == (2, 0):
-                shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
-            else:
-                raise CheckpointError(f"{file}: {name} is .npy format {version}; expected 1.0 or "
-                                      "2.0 (plain arrays)")
-            header = stream.tell()
-        if dtype.hasobject:
-            raise CheckpointError(f"{file}: {name} holds pickled objects (dtype {dtype}); only "
-                                  "plain float arrays are read, never pickles")
-        if dtype.kind != "f":
-            raise CheckpointError(f"{file}: {name} has dtype {dtype}; expected floats")
-        ndim = 2 if name.startswith("W") else 1
-        if len(shape) != ndim:
-            raise CheckpointError(f"{file}: {name} has shape {shape}; expected {ndim}-D")
-        data = math.prod(shape) * dtype.itemsize
-        if info.file_size != header + data:
-            raise CheckpointError(
-                f"{file}: {name}'s header declares shape {shape} {dtype} ({data} bytes of data) "
-                f"but the zip directory gives it {info.file_size - header} (corrupted or crafted)"
-            )
-        declared[name] = (info, shape, dtype)
-    return declared
-
-
-def _check_layer_shapes(file: Path, declared: dict, layers: int, card: Mapping | None) -> None:
-    """Raise `CheckpointError` unless the declared shapes chain into an MLP (and, with a card,
-    have exactly the card's layer sizes: `CheckpointMismatchError`)."""
-    for i in range(layers):
-        W, b = declared[f"W{i}"][1], declared[f"b{i}"][1]
-        if b[0] != W[0]:
-            raise CheckpointError(f"{file}: b{i} has shape {b} but W{i} has {W}")
-        if i and W[1] != declared[f"W{i - 1}"][1][0]:
-            raise CheckpointError(
-                f"{file}: W{i} takes {W[1]} inputs but layer {i - 1} gives "
-                f"{declared[f'W{i - 1}'][1][0]}"
-            )
-    if card is not None:
-        sizes = [declared["W0"][1][1]] + [declared[f"W{i}"][1][0] for i in range(layers)]
-        if sizes != layer_sizes(card):
-            raise CheckpointMismatchError(
-                f"{file}: layer sizes {sizes} (inputs, hidden…, actions) but card.json says "
-                f"{layer_sizes(card)} (observation_size, net_arch…, num_actions)"
-            )
-
-
-def load_ppo_policy(
-    path: str | os.PathLike,
-    config: ChickenFootConfig | None = None,
-    seed: int | None = None,
-    deterministic: bool = True,
-) -> NumpyPolicy:
-    """A policy playing checkpoint `path` (greedy over legal actions unless `deterministic=False`).
-
-    Reads only card.json and policy.npz (never a pickle). With `config`, raises
-    `CheckpointMismatchError` unless the checkpoint fits that env; `CheckpointError` for a bad
-    file, `PickleRefusedError` for a path with only an SB3 zip.
-    """
-    directory = resolve_checkpoint(path)
-    card = read_card(directory)
-    adapt = None
-    if config is not None:
-        check_compatible(card, config)
-        adapt = _round_padder(card, config)
-    weights = load_weights(directory, card)
-    return NumpyPolicy(weights, card["activation"], deterministic=deterministic, seed=seed,
-                       adapt=adapt)
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.observation import OBSERVATION_VERSION, observation_layout
 
 
 # ---------------------------------------------------------------------------------- writing
@@ -552,14 +96,6 @@ def write_checkpoint(
 def _refuse_existing(target: Path) -> None:
     if target.exists():
         raise FileExistsError(f"{target} exists; checkpoints are never overwritten in place")
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_weights_checkpoint(

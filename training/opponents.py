@@ -4,10 +4,10 @@ Each opponent seat of a new game draws independently: a bot spec with its config
 one of the most recent `max_snapshots` snapshots, which share `snapshot_weight` evenly. Training
 adds a snapshot every `opponents.snapshot_every` learner steps (`add_snapshot`, reached in every
 env through `VecEnv.env_method("call_opponents", "add_snapshot", path)`). Snapshots play through
-the numpy actor (`training.checkpoints.NumpyPolicy`), so they cost little more than a bot.
+the numpy actor (`cf_env.agents.checkpoint.NumpyPolicy`), so they cost little more than a bot.
 
 The pool is picklable (specs and paths only; policies are built lazily inside each env process)
-and implements `cf_env.single_agent.OpponentSampler`.
+and implements `cf_env.envs.single_agent.OpponentSampler`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from cf_env import ChickenFootConfig
+from cf_env.agents.checkpoint import load_ppo_policy
 from cf_env.agents.policies import Policy, load_policy
-
-from .checkpoints import load_ppo_policy
+from cf_env.core.config import ChickenFootConfig
 
 
 def pool_entries(bots: Mapping[str, float], snapshots: Sequence[str],

@@ -1,36 +1,31 @@
-"""Baseline bots. Each is deterministic given its seed and asks only the action mask for legality.
+"""Baseline bots: `random`, `greedy` and `heuristic` (their specs are in `cf_env.agents.policies`).
+Each is deterministic given its seed and asks only the action mask for legality.
 
-* `random`    — uniform over legal actions.
-* `greedy`    — plays the legal tile with the most points (double-blank at its R12 value);
+* `RandomPolicy`    — uniform over legal actions.
+* `GreedyPolicy`    — plays the legal tile with the most points (double-blank at its R12 value);
   draws or passes only when forced.
-* `heuristic` — a hand-written strategy (see `HeuristicPolicy` for its rules) that reads only the
-  player's own observation, decoded piece by piece with `ObservationDecoder`.
-* `ismcts:<iterations>` / `ismcts:ms=<milliseconds>` — determinized information-set MCTS
-  (`cf_env.ismcts`).
-* `guided:<checkpoint>[:<iterations> | :ms=<milliseconds>]` — the same search guided by a
-  checkpoint's policy (a PUCT prior at the root; `cf_env.ismcts`).
+* `HeuristicPolicy` — a hand-written strategy (see the class for its rules) that reads only the
+  player's own observation, decoded piece by piece with `cf_env.core.observation.ObservationDecoder`.
 
-Bots never look at the engine: everything they know comes from the observation vector, decoded
-through `Encoder(config).layout.slices`, and the action mask.
+The search bots (`ismcts:`, `guided:`) are `cf_env.agents.ismcts`. Bots never look at the engine:
+everything they know comes from the observation vector and the action mask.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
-from cf_env.agents.policies import register_policy
 from cf_env.core.actions import actions_in
 from cf_env.core.config import ChickenFootConfig
-from cf_env.core.observation import Encoder
+from cf_env.core.observation import ObservationDecoder, ObservedState
 from cf_env.core.tiles import tile_tables
 
 
 class RandomPolicy:
     """Uniform over the legal actions. `act_bits` is the mask-only fast path
-    (`cf_env.policies`): ``rng.choice(array)`` draws exactly ``rng.integers(len(array))``, so
+    (`cf_env.agents.policies`): ``rng.choice(array)`` draws exactly ``rng.integers(len(array))``, so
     both entry points consume the RNG identically (tests/test_bots.py checks it)."""
 
     def __init__(self, config: ChickenFootConfig, seed: int | None = None):
@@ -47,7 +42,7 @@ class RandomPolicy:
 
 class GreedyPolicy:
     """The legal tile with the most points; ties broken by the seeded RNG. `act_bits` is the
-    mask-only fast path (`cf_env.policies`), the same choice and RNG use on the legal bitset:
+    mask-only fast path (`cf_env.agents.policies`), the same choice and RNG use on the legal bitset:
     the actions grouped by points into bitsets, best first, so the first group the legal set
     meets holds the choice."""
 
@@ -79,71 +74,6 @@ class GreedyPolicy:
             return best.bit_length() - 1
         tied = actions_in(best)  # ascending, as in `act`
         return tied[int(self.rng.integers(len(tied)))]
-
-
-# --------------------------------------------------------------------------- observation decoding
-@dataclass
-class ObservedState:
-    """What one player knows, decoded from its observation vector. Seats are egocentric
-    (index 0 = me, then the opponents clockwise); tile ids and values as in `tiles.py`."""
-
-    hand: np.ndarray  # (T,) bool
-    table: np.ndarray  # (T,) bool, start double included
-    open_counts: np.ndarray  # (V,) int: open tips per value
-    playable: np.ndarray  # (V,) bool: values a tile may be attached to now
-    spinner_empty: int  # empty arms of the centre double (R7)
-    foot: int  # value of the pending chicken-foot double, -1 if none (R9)
-    toes_left: int
-    drawn_tile: int  # the tile I just drew (R8), -1 if none
-    boneyard: int  # tiles left in the boneyard
-    hand_sizes: np.ndarray  # (n,) int, me first
-    voids: np.ndarray  # (n-1, V) bool: values each opponent showed it lacks
-    played: np.ndarray  # (n-1, T) bool: tiles each opponent played this round
-    round: int
-    center: int
-    totals: np.ndarray  # (n,) int: finished rounds' points, me first
-
-
-class ObservationDecoder:
-    """Turns an observation vector back into integers, using only the declared layout."""
-
-    def __init__(self, config: ChickenFootConfig):
-        self.config = config
-        layout = Encoder(config).layout
-        self.slices = layout.slices
-        self.values = config.max_pips + 1
-        # The pieces encoded as count / scale: decoding multiplies the whole vector by this once
-        # (a handful of numpy calls per decode instead of four per piece; policies decode at
-        # every decision).
-        self.scale = np.ones(layout.size, dtype=np.float64)
-        for name, factor in (("boneyard_size", config.num_tiles), ("hand_sizes", config.hand_size),
-                             ("scores", config.points_scale)):
-            self.scale[self.slices[name]] = factor
-
-    def decode(self, vector: np.ndarray) -> ObservedState:
-        cfg, s, n = self.config, self.slices, self.config.num_players
-        v = np.asarray(vector)
-        ints = np.rint(v.astype(np.float64) * self.scale).astype(np.int64)
-        bits = v > 0.5
-        foot = np.flatnonzero(v[s["foot_double"]])
-        drawn = np.flatnonzero(v[s["drawn_tile"]])
-        return ObservedState(
-            hand=bits[s["hand"]],
-            table=bits[s["table"]],
-            open_counts=ints[s["open_ends"]],
-            playable=bits[s["playable_values"]],
-            spinner_empty=int(ints[s["spinner_arms_empty"]][0]),
-            foot=int(foot[0]) if foot.size else -1,
-            toes_left=int(ints[s["foot_toes_left"]][0]),
-            drawn_tile=int(drawn[0]) if drawn.size else -1,
-            boneyard=int(ints[s["boneyard_size"]][0]),
-            hand_sizes=ints[s["hand_sizes"]],
-            voids=bits[s["opponent_voids"]].reshape(n - 1, self.values),
-            played=bits[s["opponent_played"]].reshape(n - 1, cfg.num_tiles),
-            round=int(np.argmax(v[s["round"]])),
-            center=int(np.argmax(v[s["center"]])),
-            totals=ints[s["scores"]],
-        )
 
 
 # --------------------------------------------------------------------------- heuristic
@@ -241,22 +171,3 @@ class HeuristicPolicy:
         )
         other = self.W_FOLLOW * keep_b + self.W_VOID_END * opp_void[b]
         return value + np.where(a == b, foot, other)
-
-
-def _ismcts_factory(config: ChickenFootConfig, seed: int | None = None, arg: str = ""):
-    from cf_env.agents.ismcts import ISMCTSPolicy  # imported lazily: ismcts imports this module
-
-    return ISMCTSPolicy.from_spec(config, seed, arg)
-
-
-def _guided_factory(config: ChickenFootConfig, seed: int | None = None, arg: str = ""):
-    from cf_env.agents.ismcts import guided_from_spec  # lazily, as above
-
-    return guided_from_spec(config, seed, arg)
-
-
-register_policy("random", RandomPolicy)
-register_policy("greedy", GreedyPolicy)
-register_policy("heuristic", HeuristicPolicy)
-register_policy("ismcts", _ismcts_factory)
-register_policy("guided", _guided_factory)

@@ -11,7 +11,7 @@ rule within a round depends on absolute seats.
 **Determinizations without a snapshot per iteration.** Once per decision the observation is
 turned into a root engine through the public `restore()` (every rules invariant checked once).
 Each iteration then resets a work engine to it with `Engine.copy_from` and deals the hidden
-tiles with `Engine.redeal`, in place. The deal comes from `cf_env.deals.DealSampler`: exactly
+tiles with `Engine.redeal`, in place. The deal comes from `cf_env.core.deals.DealSampler`: exactly
 uniform over the deals consistent with the hand sizes, the tiles seen and the opponents' voids
 (R8), tabulated once per decision. The search engine plays with `skip_forced` (forced draws and
 passes are not decisions) and, in games of a fixed number of rounds, with the current round as
@@ -36,7 +36,7 @@ from `Engine.hand_bits`). It beat the bare greedy rule ("greedy": points and the
 only) by 12.7 points of win rate [5.7, 19.8] in plain search at equal time.
 
 **Guided search** (`guided:<checkpoint>:<budget>`): the checkpoint's actor (numpy weights, read
-through the `ppo:` loader) gives the root a PUCT prior, computed once per decision from the real
+by the `ppo:` loader, `cf_env.agents.checkpoint`) gives the root a PUCT prior, computed once per decision from the real
 observation, which is exactly the acting player's information set:
 score(a) = Q(a) + `PUCT_C` · P(a) · sqrt(N) / (1 + n(a)), unvisited actions valued 0 (the mean
 zero-sum reward). Below the root it searches as the plain search, with the same rollouts.
@@ -66,7 +66,7 @@ an idle core the same as wall time; a loaded machine slows the clock, not the th
 iteration count is reproducible from the seed; a time budget is not (the count it reaches
 depends on the machine).
 
-    python -m cf_env.search_bench       # µs per iteration by set size, before and after
+    python -m cf_env.tools.search_bench      # µs per iteration by set size, before and after
 """
 
 from __future__ import annotations
@@ -79,12 +79,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cf_env.agents.bots import ObservationDecoder, ObservedState
+from cf_env.agents.checkpoint import load_ppo_policy
 from cf_env.core.actions import actions_in
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.deals import DealSampler, Uniforms
 from cf_env.core.engine import Engine
-from cf_env.core.observation import Encoder
+from cf_env.core.observation import Encoder, ObservationDecoder, ObservedState
 from cf_env.core.tiles import tile_tables
 
 DEFAULT_ITERATIONS = 200
@@ -140,11 +140,16 @@ def split_guided(arg: str) -> tuple[str, str]:
     return arg, ""
 
 
+def guided_checkpoint(arg: str) -> str:
+    """The checkpoint path in the argument of a `guided:` spec (`spec_checkpoint`)."""
+    return split_guided(arg)[0]
+
+
 class NetworkGuide:
     """A checkpoint's actor as search guidance: masked softmax priors from observations.
 
-    Built from a loaded `ppo:` policy (`training.checkpoints.NumpyPolicy`: its `weights`,
-    `activation` and `adapt`), so this module never imports `training`. The observation adapter
+    Built from a loaded `ppo:` policy (`cf_env.agents.checkpoint.NumpyPolicy`: its `weights`,
+    `activation` and `adapt`). The observation adapter
     (zero-padding of the round piece when the env plays fewer rounds than the checkpoint) is
     linear, so it is folded into the first layer once; the forward pass then takes a batch of
     rows in one matrix product per layer."""
@@ -273,8 +278,10 @@ class ISMCTSPolicy:
                 self._opens[2 * t], self._opens[2 * t + 1] = hi, lo
 
     @classmethod
-    def from_spec(cls, config: ChickenFootConfig, seed: int | None, arg: str) -> ISMCTSPolicy:
-        """Build from the `<budget>` part of an `ismcts:<budget>` spec ('' = default)."""
+    def from_spec(cls, config: ChickenFootConfig, seed: int | None = None,
+                  arg: str = "") -> ISMCTSPolicy:
+        """The `ismcts[:<budget>]` spec's factory (`cf_env.agents.policies`): build from the
+        `<budget>` part ('' = default)."""
         if not arg:
             return cls(config, seed)
         iterations, ms = parse_budget(arg, f"ismcts:{arg}", ISMCTS_FORMS)
@@ -545,16 +552,16 @@ class ISMCTSPolicy:
         return engine.advance(choosers=[net] * self.n)
 
 
-def guided_from_spec(config: ChickenFootConfig, seed: int | None, arg: str) -> ISMCTSPolicy:
-    """Build from the `<checkpoint>[:<budget>]` part of a `guided:` spec."""
-    from cf_env.agents.policies import load_policy
-
+def guided_from_spec(config: ChickenFootConfig, seed: int | None = None,
+                     arg: str = "") -> ISMCTSPolicy:
+    """The `guided:` spec's factory (`cf_env.agents.policies`): build from the
+    `<checkpoint>[:<budget>]` part."""
     spec = f"guided:{arg}"
     path, budget = split_guided(arg)
     if not path:
         raise ValueError(f"policy spec {spec!r} needs a checkpoint path; valid forms: {GUIDED_FORMS}")
     iterations, ms = parse_budget(budget, spec, GUIDED_FORMS) if budget else (None, None)
-    network = load_policy(f"ppo:{path}", config, seed)  # the one loader of checkpoints
+    network = load_ppo_policy(path, config=config, seed=seed)  # as the spec `ppo:<path>`
     guide = NetworkGuide(network, config, label=path)
     return ISMCTSPolicy(config, seed, iterations=iterations or DEFAULT_ITERATIONS, ms=ms,
                         guide=guide)

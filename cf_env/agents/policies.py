@@ -5,7 +5,7 @@ A policy is any object with ``act(observation) -> int`` that, given an agent's o
 Policies may keep state within a game; ``reset()``, if defined, is called before each game.
 
 Two conventions shared by everything that drives policies (the single-agent adapter
-`cf_env.single_agent` and `training.evaluate`):
+`cf_env.envs.single_agent` and `training.evaluate`):
 
 * **Forced decisions are not asked.** A decision with exactly one legal action is applied without
   calling the policy (the outcome cannot differ), so a policy sees only real choices.
@@ -21,12 +21,16 @@ Two conventions shared by everything that drives policies (the single-agent adap
   bots have ``act_bits``; observation-reading policies (`heuristic`, `ismcts`, PPO checkpoints)
   have no fast path.
 
-Specs (used by every CLI): ``random``, ``greedy``, ``heuristic``, ``ismcts:<iterations>`` (or
-``ismcts:ms=<milliseconds>``), ``guided:<checkpoint path>[:<iterations> | :ms=<milliseconds>]``
-(`cf_env.ismcts`), ``ppo:<checkpoint path>``, and ``some.module:factory`` for user code. A factory is called as
-``factory(config=ChickenFootConfig, seed=int | None)`` and returns a policy. `load_policy` is the
-one public function that turns a spec into a policy; `validate_policy_spec` builds one through it
-to check a spec up front (e.g. before a training run starts).
+Specs (used by every CLI) are the table `POLICY_SPECS` — ``random``, ``greedy``, ``heuristic``,
+``ismcts[:<iterations> | :ms=<milliseconds>]``, ``guided:<checkpoint
+path>[:<iterations> | :ms=<milliseconds>]``, ``ppo:<checkpoint path>`` — plus ``some.module:factory``
+for user code and the names `register_policy` adds. A spec is ``name`` or ``name:<arg>``; its
+factory is called as ``factory(config=ChickenFootConfig, seed=int | None)``, with ``arg=<arg>``
+when the spec has one, and returns a policy. The table names each built-in factory by its
+"module:function" path, imported when a policy is built (never per decision): this module
+imports no agent (a bot is loaded only when asked for), and the agents import nothing from it. `load_policy` is the one public
+function that turns a spec into a policy; `validate_policy_spec` builds one through it to check a
+spec up front (e.g. before a training run starts).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import reduce
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -59,17 +65,53 @@ def legal_fast_path(policy: object) -> Callable[[int], int] | None:
 
 
 PolicyFactory = Callable[..., Policy]
-_FACTORIES: dict[str, PolicyFactory] = {}
-# Whether `cf_env.bots` has registered the built-in specs. A flag, not "is _FACTORIES empty":
-# a user's spec registered first must not hide the built-ins.
-_BUILTINS_LOADED = False
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """One spec name: its factory ("module:function" path or a callable), whether it takes
+    ``:<arg>``, how it is written, what it plays, and (for a spec that plays a checkpoint) the
+    function, path or callable, that reads the checkpoint's path from the arg."""
+
+    factory: str | PolicyFactory
+    takes_arg: bool
+    form: str
+    description: str
+    checkpoint: str | Callable[[str], str] | None = None
+
+
+# The built-in specs. `ppo` plays a checkpoint alone; `guided` searches with one (both read it
+# with `cf_env.agents.checkpoint`). A user's `register_policy` may replace any name but `ppo`.
+POLICY_SPECS: dict[str, PolicySpec] = {
+    "random": PolicySpec("cf_env.agents.bots:RandomPolicy", False, "random",
+                         "uniform over the legal actions"),
+    "greedy": PolicySpec("cf_env.agents.bots:GreedyPolicy", False, "greedy",
+                         "the legal tile with the most points"),
+    "heuristic": PolicySpec("cf_env.agents.bots:HeuristicPolicy", False, "heuristic",
+                            "a hand-written strategy reading the player's observation"),
+    "ismcts": PolicySpec("cf_env.agents.ismcts:ISMCTSPolicy.from_spec", True,
+                         "ismcts[:<iterations> | :ms=<milliseconds>]",
+                         "determinized information-set MCTS"),
+    "guided": PolicySpec("cf_env.agents.ismcts:guided_from_spec", True,
+                         "guided:<checkpoint>[:<iterations> | :ms=<milliseconds>]",
+                         "the same search with a checkpoint's policy as its root prior",
+                         checkpoint="cf_env.agents.ismcts:guided_checkpoint"),
+    "ppo": PolicySpec("cf_env.agents.checkpoint:ppo_policy", True, "ppo:<checkpoint>",
+                      "a weights-only checkpoint's network, argmax over the legal actions",
+                      checkpoint=str),  # the arg is the path
+}
+# User code: any spec `module:attr` whose name is no spec name above.
+MODULE_SPEC = PolicySpec("", True, "module:factory",
+                         "factory(config=..., seed=...) from an importable module")
+
+# The specs in force: the table, then what `register_policy` added or replaced.
+_SPECS: dict[str, PolicySpec] = dict(POLICY_SPECS)
 
 
 def register_policy(name: str, factory: PolicyFactory) -> None:
     """Make `name` (or `name:<arg>`) a spec; the factory gets config, seed and arg (if any).
 
-    The built-in specs are registered first, so a user's spec of the same name replaces the
-    built-in one (and is never replaced by it later)."""
+    A user's spec of a built-in name replaces the built-in one."""
     if not isinstance(name, str) or not name or ":" in name or name == "ppo":
         raise ValueError(
             f"a policy name is a non-empty string without ':' other than 'ppo' (the spec is "
@@ -80,24 +122,26 @@ def register_policy(name: str, factory: PolicyFactory) -> None:
             f"policy {name!r}: the factory must be callable as factory(config=..., seed=...); "
             f"got {factory!r}"
         )
-    _ensure_builtins()
-    _FACTORIES[name] = factory
+    takes_arg = "arg" in inspect.signature(factory).parameters
+    _SPECS[name] = PolicySpec(factory, takes_arg, f"{name}:<arg>" if takes_arg else name,
+                              "registered with register_policy")
 
 
 def policy_names() -> list[str]:
-    _ensure_builtins()
-    return sorted(_FACTORIES) + ["ppo:<checkpoint>", "module:factory"]
+    """The spec names in force, sorted, then the forms ``ppo:<checkpoint>`` and ``module:factory``."""
+    return sorted(name for name in _SPECS if name != "ppo") + ["ppo:<checkpoint>", "module:factory"]
+
+
+def policy_specs() -> list[PolicySpec]:
+    """Every spec form in force (the table, registered names, and ``module:factory``), for help."""
+    return [*_SPECS.values(), MODULE_SPEC]
 
 
 def load_policy(spec: str, config: ChickenFootConfig, seed: int | None = None) -> Policy:
     """Build the policy a spec names. Raises ValueError naming the spec and the valid forms."""
-    kind, name, arg = _parse_spec(spec)
-    if kind == "ppo":
-        from training.checkpoints import load_ppo_policy  # torch lives in `training` only
-
-        return load_ppo_policy(arg, config=config, seed=seed)
-    if kind == "registered":
-        factory = _FACTORIES[name]
+    name, arg, entry = _parse_spec(spec)
+    if entry is not None:
+        factory = _resolve(entry.factory)
         return factory(config=config, seed=seed, arg=arg) if arg else factory(config=config, seed=seed)
     try:
         module = importlib.import_module(name)
@@ -116,16 +160,10 @@ def spec_checkpoint(spec: str) -> str | None:
     """The checkpoint path a spec plays from (`ppo:<path>`, `guided:<path>[:<budget>]`), else
     None. Only the form is read: the path is not checked here."""
     name, _, arg = spec.partition(":") if isinstance(spec, str) else ("", "", "")
-    if name == "ppo" and arg:
-        return arg
-    if name == "guided" and arg:
-        _ensure_builtins()
-        from cf_env.agents.bots import _guided_factory  # lazily: the bots import this module
-        from cf_env.agents.ismcts import split_guided
-
-        if _FACTORIES.get("guided") is _guided_factory:  # (not a user's own "guided")
-            return split_guided(arg)[0] or None
-    return None
+    entry = _SPECS.get(name)
+    if entry is None or entry.checkpoint is None or not arg:
+        return None
+    return _resolve(entry.checkpoint)(arg) or None
 
 
 def validate_policy_spec(spec: str, config: ChickenFootConfig) -> None:
@@ -146,37 +184,30 @@ def validate_policy_spec(spec: str, config: ChickenFootConfig) -> None:
         raise ValueError(message) from err
 
 
-def _parse_spec(spec: str) -> tuple[str, str, str]:
-    """Split a spec into (kind, name, arg), kind being "ppo", "registered" or "module"; check
-    its form (not whether what it names exists)."""
+def _parse_spec(spec: str) -> tuple[str, str, PolicySpec | None]:
+    """Split a spec into (name, arg, its entry); the entry is None for a `module:attr` spec.
+    Checks the form, not whether what it names exists."""
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"a policy spec is a non-empty string; got {spec!r}")
-    _ensure_builtins()
     name, _, arg = spec.partition(":")
-    if name == "ppo":
-        if not arg:
-            raise ValueError("policy spec 'ppo:' needs a checkpoint path, e.g. ppo:checkpoints/x")
-        return "ppo", name, arg
-    if name in _FACTORIES:
-        if arg and "arg" not in inspect.signature(_FACTORIES[name]).parameters:
+    if name == "ppo" and not arg:
+        raise ValueError("policy spec 'ppo:' needs a checkpoint path, e.g. ppo:checkpoints/x")
+    entry = _SPECS.get(name)
+    if entry is not None:
+        if arg and not entry.takes_arg:
             # Without this check the factory fails with a TypeError about a keyword.
             raise ValueError(f"policy spec {spec!r}: {name!r} takes no ':<argument>'; "
                              f"write {name!r}")
-        return "registered", name, arg
+        return name, arg, entry
     if arg:
-        return "module", name, arg
+        return name, arg, None
     raise ValueError(f"unknown policy spec {spec!r}; valid: {', '.join(policy_names())}")
 
 
-def _ensure_builtins() -> None:
-    """Register the built-in bots once, whatever was registered before."""
-    global _BUILTINS_LOADED
-    if _BUILTINS_LOADED:
-        return
-    # Set before the import: `bots` registers through `register_policy`, which comes back here.
-    _BUILTINS_LOADED = True
-    try:
-        from cf_env.agents import bots  # noqa: F401  (registers the built-in bots)
-    except BaseException:
-        _BUILTINS_LOADED = False  # a failed import is retried (and raises again) next time
-        raise
+def _resolve(function: str | Callable) -> Callable:
+    """A table entry's function: the callable itself, or the one its "module:qualname" path
+    names (importing the module; once imported, a dictionary lookup)."""
+    if callable(function):
+        return function
+    module, _, qualname = function.partition(":")
+    return reduce(getattr, qualname.split("."), importlib.import_module(module))

@@ -114,7 +114,7 @@ class DealSampler:
 
     @classmethod
     def from_state(cls, state, tables: TileTables, rng: np.random.Generator, **kw) -> DealSampler:
-        """From an `ObservedState` (`cf_env.bots.ObservationDecoder`)."""
+        """From an `ObservedState` (`cf_env.core.observation.ObservationDecoder`)."""
         unseen = np.flatnonzero(~(state.hand | state.table)).tolist()
         voids = [set(np.flatnonzero(row).tolist()) for row in state.voids]
         sizes = [int(k) for k in state.hand_sizes[1:]]

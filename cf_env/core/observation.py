@@ -3,7 +3,9 @@
 `observation_layout(config)` lists the pieces of a player's observation in order; each piece has a
 name, a size and an upper bound. Seats are egocentric: "self" first, then the opponents clockwise.
 Everything in it is the player's own hand or public information (R3: hands and boneyard are
-hidden). `state_layout(config)` is the full-information vector for centralised critics.
+hidden). `state_layout(config)` is the full-information vector for centralised critics. `Encoder` fills
+both vectors (`SeatView` keeps one seat's observation current); `ObservationDecoder` inverts an
+observation into an `ObservedState`, the integers a policy reasons with.
 
 Bump `OBSERVATION_VERSION` whenever a piece changes meaning, size or order: checkpoints record it.
 """
@@ -179,6 +181,71 @@ class _CountPieces:
     def write(self, out: np.ndarray, engine, per_seat: list[int], *boneyard: int) -> None:
         counts = [*engine.open_count, *per_seat, engine.spinner_empty, engine.toes_left, *boneyard]
         out[self.index] = list(map(truediv, counts, self.divisors))
+
+
+@dataclass
+class ObservedState:
+    """What one player knows, decoded from its observation vector. Seats are egocentric
+    (index 0 = me, then the opponents clockwise); tile ids and values as in `tiles.py`."""
+
+    hand: np.ndarray  # (T,) bool
+    table: np.ndarray  # (T,) bool, start double included
+    open_counts: np.ndarray  # (V,) int: open tips per value
+    playable: np.ndarray  # (V,) bool: values a tile may be attached to now
+    spinner_empty: int  # empty arms of the centre double (R7)
+    foot: int  # value of the pending chicken-foot double, -1 if none (R9)
+    toes_left: int
+    drawn_tile: int  # the tile I just drew (R8), -1 if none
+    boneyard: int  # tiles left in the boneyard
+    hand_sizes: np.ndarray  # (n,) int, me first
+    voids: np.ndarray  # (n-1, V) bool: values each opponent showed it lacks
+    played: np.ndarray  # (n-1, T) bool: tiles each opponent played this round
+    round: int
+    center: int
+    totals: np.ndarray  # (n,) int: finished rounds' points, me first
+
+
+class ObservationDecoder:
+    """Turns an observation vector back into integers, using only the declared layout (the
+    inverse of `Encoder.observe`: tests/test_i16_agents.py round-trips them)."""
+
+    def __init__(self, config: ChickenFootConfig):
+        self.config = config
+        layout = observation_layout(config)
+        self.slices = layout.slices
+        self.values = config.max_pips + 1
+        # The pieces encoded as count / scale: decoding multiplies the whole vector by this once
+        # (a handful of numpy calls per decode instead of four per piece; policies decode at
+        # every decision).
+        self.scale = np.ones(layout.size, dtype=np.float64)
+        for name, factor in (("boneyard_size", config.num_tiles), ("hand_sizes", config.hand_size),
+                             ("scores", config.points_scale)):
+            self.scale[self.slices[name]] = factor
+
+    def decode(self, vector: np.ndarray) -> ObservedState:
+        cfg, s, n = self.config, self.slices, self.config.num_players
+        v = np.asarray(vector)
+        ints = np.rint(v.astype(np.float64) * self.scale).astype(np.int64)
+        bits = v > 0.5
+        foot = np.flatnonzero(v[s["foot_double"]])
+        drawn = np.flatnonzero(v[s["drawn_tile"]])
+        return ObservedState(
+            hand=bits[s["hand"]],
+            table=bits[s["table"]],
+            open_counts=ints[s["open_ends"]],
+            playable=bits[s["playable_values"]],
+            spinner_empty=int(ints[s["spinner_arms_empty"]][0]),
+            foot=int(foot[0]) if foot.size else -1,
+            toes_left=int(ints[s["foot_toes_left"]][0]),
+            drawn_tile=int(drawn[0]) if drawn.size else -1,
+            boneyard=int(ints[s["boneyard_size"]][0]),
+            hand_sizes=ints[s["hand_sizes"]],
+            voids=bits[s["opponent_voids"]].reshape(n - 1, self.values),
+            played=bits[s["opponent_played"]].reshape(n - 1, cfg.num_tiles),
+            round=int(np.argmax(v[s["round"]])),
+            center=int(np.argmax(v[s["center"]])),
+            totals=ints[s["scores"]],
+        )
 
 
 class SeatView:

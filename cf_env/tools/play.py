@@ -366,7 +366,7 @@ def _card_rules(specs: list[str]) -> tuple[str, dict] | None:
     ``guided:``), or None without one.
 
     The rules are every config field the checkpoint was trained with except those that change
-    neither the game nor the observation (`training.checkpoints.NEUTRAL_FIELDS`). Other
+    neither the game nor the observation (`cf_env.agents.checkpoint.NEUTRAL_FIELDS`). Other
     checkpoint opponents are checked against the resulting config when they load.
     """
     from cf_env.agents.policies import spec_checkpoint
@@ -374,7 +374,7 @@ def _card_rules(specs: list[str]) -> tuple[str, dict] | None:
     for spec in specs:
         path = spec_checkpoint(spec)
         if path:
-            from training.checkpoints import NEUTRAL_FIELDS, read_card  # torch-free; lazy
+            from cf_env.agents.checkpoint import NEUTRAL_FIELDS, read_card
 
             trained = ChickenFootConfig.from_dict(read_card(path)["env_config"]).to_dict()
             return spec, {k: v for k, v in trained.items() if k not in NEUTRAL_FIELDS}

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cf_env.agents.ismcts import ISMCTSPolicy, guided_from_spec
 from cf_env.agents.policies import load_policy
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
@@ -69,6 +70,8 @@ def before_module():
         ["git", "show", f"{BEFORE_COMMIT}:cf_env/ismcts.py"], cwd=root, capture_output=True,
         text=True, check=True,
     ).stdout
+    # The decoder it imports from the bots lives beside the encoder now (issue 16).
+    source = source.replace("from .bots import", "from cf_env.core.observation import")
     spec = importlib.util.spec_from_loader("cf_env._ismcts_before", loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "cf_env"
@@ -107,8 +110,6 @@ REFERENCE_US = 2.3  # docs/bench.md, "engine" row at the default config
 
 def run(count: int, sets=SETS, players: int = 4, before: bool = True,
         reference_seconds: float = 1.0) -> list[dict]:
-    from cf_env.agents.ismcts import ISMCTSPolicy, guided_from_spec
-
     reference = engine_reference(reference_seconds)
     slow = reference / REFERENCE_US
     print(f"engine reference: {reference:.2f} µs/decision now vs {REFERENCE_US} µs in "
