@@ -1,0 +1,325 @@
+"""The import contract (issue 16): the layers import only downward, and nothing imports in a cycle.
+
+Every module under `cf_env/` and `training/` is parsed (not imported); every import in it counts,
+at module level or inside a function (a lazy import is still a dependency), absolute or relative,
+`importlib.import_module("literal")` too. The old flat paths of `cf_env._moved` are resolved to
+the modules they name. The layers, lowest first (what each may import; derived from the code as
+it stands, where adapters offer `render()` and the single-agent env's opponents are agents):
+
+    cf_env.core      rules, state, encodings          numpy and the standard library only
+    cf_env.agents    policies, bots, search           + core
+    cf_env.viz       text, pictures, records, replay  + core, agents
+    cf_env.envs      PettingZoo/Gymnasium/OpenSpiel   + core, agents, viz (and their libraries)
+    cf_env.tools     command-line programs            + every layer above
+    cf_env           the package facade (`cf_env/__init__.py`, `_moved`): anything in cf_env
+    training         trainers (outside the package)   + cf_env; cf_env never imports training
+
+A module may import its own layer (siblings), never a higher one; and no two modules may reach
+each other through imports (a cycle), in any layer. `python tests/test_i16_architecture.py DIR`
+prints the violations found in the tree at DIR (a copy, to try a change).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("cf_env", "training")
+
+# Layer ranks, lowest first; a module may import modules of its own rank or lower.
+LAYERS = {
+    "cf_env.core": 0,
+    "cf_env.agents": 1,
+    "cf_env.viz": 2,
+    "cf_env.envs": 3,
+    "cf_env.tools": 4,
+    "cf_env": 5,  # the facade: cf_env/__init__.py and cf_env/_moved.py
+    "training": 6,
+}
+CORE_EXTERNAL = {"numpy"}  # beside the standard library
+
+
+def layer(module: str) -> str:
+    """The layer of a project module: its subpackage of cf_env, `cf_env` itself, or `training`."""
+    parts = module.split(".")
+    if parts[0] == "cf_env" and len(parts) > 1 and f"cf_env.{parts[1]}" in LAYERS:
+        return f"cf_env.{parts[1]}"
+    return parts[0]
+
+
+def modules_under(root: Path) -> dict[str, Path]:
+    """Dotted name -> file, for every module of the project's packages under `root`."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _moved_aliases(root: Path) -> dict[str, str]:
+    """cf_env._moved's table of old flat paths, read from its source (not imported)."""
+    path = root / "cf_env" / "_moved.py"
+    if not path.exists():
+        return {}
+    namespace: dict = {}
+    tree = ast.parse(path.read_text())
+    for node in tree.body:  # the MOVED assignment alone, evaluated on its own
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "MOVED" for t in node.targets
+        ):
+            exec(compile(ast.Module([node], []), str(path), "exec"), namespace)
+    return namespace.get("MOVED", {})
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int]]:
+    """(imported module, line) for every import in the file; a `from X import y` names the
+    module X.y when that is a module of the project, else X."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the module's package, one level up per extra dot
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                out.append((sub if sub in modules else target, node.lineno))
+        elif (  # importlib.import_module("a.literal.name")
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            out.append((node.args[0].value, node.lineno))
+    return out
+
+
+def import_graph(root: Path):
+    """(modules, edges): edges[m] = {project module imported by m: first line}; and the list of
+    (module, external top-level package, line) for imports outside the project."""
+    modules = modules_under(root)
+    aliases = _moved_aliases(root)
+    edges: dict[str, dict[str, int]] = defaultdict(dict)
+    external = []
+    for name, path in modules.items():
+        for target, line in imports_of(name, path, modules):
+            target = aliases.get(target, target)
+            if target.split(".")[0] in PACKAGES:
+                while target not in modules and "." in target:  # a name inside a module
+                    target = target.rpartition(".")[0]
+                if target != name:
+                    edges[name].setdefault(target, line)
+            else:
+                external.append((name, target.split(".")[0], line))
+    return modules, edges, external
+
+
+def core_violations(root: Path) -> list[str]:
+    """(a) cf_env.core imports only cf_env.core, numpy and the standard library."""
+    modules, edges, external = import_graph(root)
+    bad = [
+        f"{m}:{line} imports {t}"
+        for m, targets in edges.items()
+        if layer(m) == "cf_env.core"
+        for t, line in targets.items()
+        if layer(t) != "cf_env.core"
+    ]
+    bad += [
+        f"{m}:{line} imports {top}"
+        for m, top, line in external
+        if layer(m) == "cf_env.core" and top not in CORE_EXTERNAL | set(sys.stdlib_module_names)
+    ]
+    return sorted(bad)
+
+
+def layer_violations(root: Path) -> list[str]:
+    """(b), (c) and old paths: every import goes to the module's own layer or a lower one (so
+    cf_env never imports training), and by the new path, not an old flat alias."""
+    modules, edges, _ = import_graph(root)
+    aliases = _moved_aliases(root)
+    bad = [
+        f"{m}:{line} ({layer(m)}) imports {t} ({layer(t)})"
+        for m, targets in edges.items()
+        for t, line in targets.items()
+        if LAYERS[layer(t)] > LAYERS[layer(m)]
+    ]
+    for name, path in modules.items():
+        bad += [
+            f"{name}:{line} imports the old path {t} (now {aliases[t]})"
+            for t, line in imports_of(name, path, modules)
+            if t in aliases and not name.startswith("cf_env._moved")
+        ]
+    return sorted(bad)
+
+
+def find_cycles(edges: dict[str, dict[str, int]]) -> list[tuple[list[str], list[str]]]:
+    """(cycle, group) per strongly connected group of modules that import each other (Tarjan's
+    algorithm): the group's members, and a shortest cycle m0 -> ... -> m0 through its first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:  # recursion depth is bounded by the module count (~60)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(set(edges) | {w for targets in edges.values() for w in targets}):
+        if v not in index:
+            visit(v)
+    cycles = []
+    for group in groups:  # breadth-first from the first member back to itself, inside the group
+        start, members = group[0], set(group)
+        parent: dict[str, str] = {}
+        frontier = [start]
+        while frontier and start not in parent:
+            nxt = []
+            for v in frontier:
+                for w in sorted(edges.get(v, {})):
+                    if w in members and w not in parent:
+                        parent[w] = v
+                        nxt.append(w)
+            frontier = nxt
+        path, v = [start], parent[start]
+        while v != start:
+            path.append(v)
+            v = parent[v]
+        path.append(start)
+        cycles.append((path[::-1], group))
+    return cycles
+
+
+def cycle_violations(root: Path) -> list[str]:
+    """(d) Import cycles among the project's modules, each as a path with the import lines."""
+    _, edges, _ = import_graph(root)
+    out = []
+    for cycle, group in find_cycles(edges):
+        path = " -> ".join(f"{a} (line {edges[a][b]})" for a, b in zip(cycle, cycle[1:]))
+        out.append(f"cycle among {', '.join(group)}: {path} -> {cycle[-1]}")
+    return out
+
+
+# ---------------------------------------------------------------------------- the tests
+def test_i16_core_imports_numpy_and_the_standard_library_only():
+    assert core_violations(ROOT) == []
+
+
+def test_i16_layers_import_only_downward_and_cf_env_never_imports_training():
+    assert layer_violations(ROOT) == []
+
+
+def test_i16_no_import_cycles():
+    assert cycle_violations(ROOT) == []
+
+
+def test_i16_every_module_has_a_layer():
+    # A new top-level subpackage of cf_env must be given a place in LAYERS (else it would
+    # count as the facade and could import anything).
+    modules = modules_under(ROOT)
+    assert {layer(m) for m in modules} <= set(LAYERS)
+    unplaced = sorted(
+        m for m in modules if m.count(".") >= 1 and m.startswith("cf_env.")
+        and layer(m) == "cf_env" and m != "cf_env._moved"
+    )
+    assert unplaced == []
+
+
+def test_i16_the_checker_sees_lazy_relative_and_cyclic_imports(tmp_path):
+    """The checks themselves: a tiny tree with one violation of each kind is reported."""
+    files = {
+        "cf_env/__init__.py": "",
+        "cf_env/core/__init__.py": "",
+        "cf_env/core/engine.py": "def f():\n    import gymnasium\n    from cf_env.envs import env\n",
+        "cf_env/core/tiles.py": "import numpy, json\nfrom . import engine\n",
+        "cf_env/envs/__init__.py": "",
+        "cf_env/envs/env.py": "from cf_env.agents.bots import greedy\n",
+        "cf_env/agents/__init__.py": "",
+        "cf_env/agents/bots.py": "def g():\n    from training import checkpoints\n"
+        "import importlib\nimportlib.import_module('cf_env.agents.ismcts')\n",
+        "cf_env/agents/ismcts.py": "from .bots import g\n",
+        "training/__init__.py": "",
+        "training/checkpoints.py": "import cf_env\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert core_violations(tmp_path) == [
+        "cf_env.core.engine:2 imports gymnasium",
+        "cf_env.core.engine:3 imports cf_env.envs.env",
+    ]
+    assert layer_violations(tmp_path) == [
+        "cf_env.agents.bots:2 (cf_env.agents) imports training.checkpoints (training)",
+        "cf_env.core.engine:3 (cf_env.core) imports cf_env.envs.env (cf_env.envs)",
+    ]
+    assert cycle_violations(tmp_path) == [
+        "cycle among cf_env.agents.bots, cf_env.agents.ismcts: "
+        "cf_env.agents.bots (line 4) -> cf_env.agents.ismcts (line 1) -> cf_env.agents.bots",
+    ]
+
+
+def test_i16_engine_imports_without_gymnasium_and_pettingzoo():
+    """(e) The rules engine needs numpy alone: with the adapters' libraries (and torch) made
+    unimportable, `import cf_env.core.engine` works and plays a game."""
+    code = textwrap.dedent(
+        """
+        import sys
+        for name in ("gymnasium", "pettingzoo", "torch", "PIL"):
+            sys.modules[name] = None  # `import name` now raises ImportError
+        import cf_env.core.engine
+        from cf_env.core.config import ChickenFootConfig
+        engine = cf_env.core.engine.Engine(ChickenFootConfig(num_rounds=1), seed=0)
+        while not engine.game_over:
+            engine.step(engine.legal_actions()[0])
+        print("ok", engine.winners)
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("ok")
+
+
+if __name__ == "__main__":
+    tree = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT
+    for title, found in (
+        ("core imports", core_violations(tree)),
+        ("layer order", layer_violations(tree)),
+        ("cycles", cycle_violations(tree)),
+    ):
+        print(f"{title}: {len(found)}")
+        for line in found:
+            print("  " + line)
