@@ -58,9 +58,9 @@ from .config import (
     apply_override,
     config_from_dict,
     load_config,
+    read_yaml,
     resume_changes,
     validate_policies,
-    yaml_problem,
 )
 from .opponents import OpponentPool
 from .provenance import git_revision
@@ -372,10 +372,7 @@ def _prepare_resume(run_dir: Path, overrides: list[str]) -> Start:
     if not saved_file.is_file():
         raise FileNotFoundError(f"--resume {run_dir}: no config.yaml there; expected a run "
                                 "directory written by python -m training.ppo (runs/<name>)")
-    try:
-        data = yaml.safe_load(saved_file.read_text())
-    except yaml.YAMLError as err:
-        raise ValueError(f"{saved_file}: not valid YAML ({yaml_problem(err)})") from None
+    data = read_yaml(saved_file)
     if not isinstance(data, dict):
         raise ValueError(f"{saved_file}: expected a mapping of config sections")
     saved = config_from_dict(copy.deepcopy(data), checked=False)  # `config` below is checked

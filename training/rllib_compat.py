@@ -14,6 +14,9 @@ they can be imported, tested and used (e.g. to play an exported policy) without 
 * **Seeds.** RLlib seeds sub-env `i` of env runner `w` with `seed + w + i`, so runner 1's first env
   would replay runner 0's second env's deals. `runner_env_seed` mixes the runner index back in
   (numpy `SeedSequence` spawn keys), making every (runner, sub-env) stream distinct.
+* **Bots.** `make_bot` builds a seat's bot from its spec and refuses bots with per-game state
+  (a batched RLlib module cannot tell games apart); `bot_seed` gives each (runner, seat) its
+  own stream.
 * **Export.** `export_policy` writes a trained RLlib module's actor (MLP encoder + policy head)
   in the project's weights-only checkpoint format (`training.checkpoints`: `card.json` +
   `policy.npz`), so `ppo:<export dir>` (and `training.evaluate`) plays it with numpy only, masked
@@ -31,6 +34,7 @@ from gymnasium import spaces
 from pettingzoo.utils import BaseWrapper
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
+from cf_env.agents.policies import load_policy
 from cf_env.core.observation import observation_layout
 
 from .checkpoints import ACTIVATIONS, CHECKPOINT_FORMAT, write_weights_checkpoint
@@ -116,6 +120,27 @@ def runner_env_seed(seed: int, worker_index: int) -> int:
         2, np.uint32
     )
     return (int(state[0]) << 31) ^ int(state[1])
+
+
+# ----------------------------------------------------------------------------- bots
+def make_bot(spec: str, rules: ChickenFootConfig, seed: int, where: str = "bot"):
+    """A bot from its spec; refuses policies with per-game state (they need `reset()` calls)."""
+    try:
+        policy = load_policy(spec, rules, seed)
+    except (ValueError, FileNotFoundError) as err:
+        raise ValueError(f"{where}: {err}") from err
+    if callable(getattr(policy, "reset", None)):
+        raise ValueError(
+            f"{where}: policy {spec!r} keeps per-game state (it has reset()); a batched RLlib "
+            "module cannot tell games apart, so use a stateless bot (random, greedy, ppo:<path>)"
+        )
+    return policy
+
+
+def bot_seed(seed: int, worker_index: int, seat: int) -> int:
+    """The seed of the bot on `seat` in env runner `worker_index` (each its own stream)."""
+    state = np.random.SeedSequence(seed, spawn_key=(2, worker_index, seat)).generate_state(1)
+    return int(state[0])
 
 
 # ----------------------------------------------------------------------------- export
@@ -219,8 +244,10 @@ __all__ = [
     "RLLIB_OBS_KEY",
     "RLlibKeysWrapper",
     "actor_layers",
+    "bot_seed",
     "export_policy",
     "from_rllib_observation",
+    "make_bot",
     "runner_env_seed",
     "to_rllib_observation",
     "to_rllib_space",
