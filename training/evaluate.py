@@ -23,14 +23,19 @@ held in that group, and 95% Student-t intervals are computed over deals.
 * **determinism** — deal seeds and policy seeds come from `numpy.random.SeedSequence(seed)` by
   deal / block index; deals are played in fixed blocks of `BLOCK_DEALS` (fresh policy instances
   per block) and aggregated in deal order, so the result is identical for any `workers`.
-* Decisions with exactly one legal action are taken without asking the policy (the outcome is the
-  same and it saves most of the time); every other action is checked against the engine's mask
-  and an illegal one raises `IllegalPolicyActionError` naming the policy. Policies with the
-  mask-only fast path (`act_bits`, `cf_env.policies`) get the legal bitset and no observation:
-  the same choices, without building the observation.
+* **play** — each game is played by the arena (`cf_env.agents.arena`): decisions with exactly one
+  legal action are taken without asking the policy (the outcome is the same and it saves most of
+  the time); policies with the mask-only fast path (`act_bits`, `cf_env.agents.policies`) get
+  the legal bitset and no observation (the same choices, without building the observation); any
+  other action is checked by the engine's rule and an illegal one raises
+  `IllegalPolicyActionError` naming the policy.
 * **records** — with `record=FOLDER` every game is saved as its own game record
   (`cf_env.record`, `deal<NNNN>-rot<k>.json`), which `python -m cf_env.replay` replays: the deal's
   engine seed, every action, the result and the policy at each seat (`players`).
+
+This module owns the method (seeds, lineup, rotations, blocks, aggregation over deals) and the
+CLI; the metrics, intervals and ratings are `training.stats`'s, the tables, plot and output files
+`training.report`'s.
 
 The CLI checks everything the user gave (config, specs, by building each policy once, the output
 and record paths, by opening them for writing) before the first game; a problem there prints one
@@ -41,8 +46,6 @@ line and exits 1. Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import multiprocessing
 import pickle
 import sys
@@ -55,30 +58,41 @@ from typing import NoReturn
 
 import numpy as np
 
-from cf_env.agents.policies import Policy, legal_fast_path, load_policy
-from cf_env.core.actions import describe
+from cf_env.agents.arena import Arena, IllegalPolicyActionError
+from cf_env.agents.policies import Policy, load_policy
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
-from cf_env.core.observation import Encoder
+from cf_env.core.observation import Encoder, SeatView
 from cf_env.viz.record import engine_actions, write_record
+from training.report import check_writable, format_markdown, output_paths, plot, write_report
+from training.stats import METRIC_DOCS, METRICS, game_values, mean_ci, openskill_ratings
 
-from .stats import fractional_ranks, mean_ci
+# Re-exported: callers import these from here (the CLI's outputs, the error a policy raises).
+__all__ = [
+    "BLOCK_DEALS",
+    "EvaluationPlan",
+    "IllegalPolicyActionError",
+    "check_writable",
+    "deal_seed",
+    "evaluate",
+    "fail",
+    "format_markdown",
+    "lineup",
+    "main",
+    "output_paths",
+    "plan_evaluation",
+    "plot",
+    "policy_label",
+    "policy_seed",
+    "prepare_record_folder",
+    "record_name",
+    "rotation_seats",
+    "run_evaluation",
+]
 
 BLOCK_DEALS = 8  # deals per work unit; fixed so that results never depend on `workers`
-METRICS = ("win_rate", "round_score", "game_total", "rank")
-METRIC_DOCS = {
-    "win_rate": "share of games won (R13; a shared win is split), per seat held",
-    "round_score": "mean points left in hand per round (R12; lower is better)",
-    "game_total": "mean game total (sum of round points; lower is better)",
-    "rank": "mean finishing rank, 1 = best (R13 order; tied seats share ranks)",
-}
 
 PolicyItem = str | Callable[..., Policy]
-
-
-class IllegalPolicyActionError(ValueError):
-    """A policy returned an action that is malformed or not legal in the position it was given."""
-
 
 # --------------------------------------------------------------------------- seeds and lineup
 def _seed_int(seed: int, *key: int) -> int:
@@ -137,57 +151,6 @@ def _build(item: PolicyItem, config: ChickenFootConfig, seed: int) -> Policy:
     return policy
 
 
-def _checked_action(action: object, mask: np.ndarray, engine: Engine, label: str, seat: int) -> int:
-    legal = np.flatnonzero(mask)
-    if isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
-        action = action[()]  # what SB3's predict() returns for one observation
-    ok = isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_))
-    if ok and 0 <= int(action) < mask.size and mask[int(action)]:
-        return int(action)
-    tables = engine.tables
-    what = describe(tables, int(action)) if ok and 0 <= int(action) < mask.size else "invalid"
-    named = ", ".join(f"{a} ({describe(tables, int(a))})" for a in legal)
-    raise IllegalPolicyActionError(
-        f"policy {label!r} at seat {seat} returned illegal action {action!r} ({what}); "
-        f"legal actions: {named}"
-    )
-
-
-def play_game(
-    engine: Engine,
-    encoder: Encoder,
-    seat_policies: Sequence[Policy],
-    seat_labels: Sequence[str],
-    engine_seed: int,
-) -> Engine:
-    """Play one game from `engine.reset(engine_seed)`; returns the finished engine."""
-    engine.reset(engine_seed)
-    for policy in seat_policies:
-        reset = getattr(policy, "reset", None)
-        if callable(reset):
-            reset()
-    fast = [legal_fast_path(policy) for policy in seat_policies]
-    while not engine.game_over:
-        legal = engine.legal_bits()
-        seat = engine.current
-        if not legal & (legal - 1):  # forced: one legal action
-            action = legal.bit_length() - 1
-        elif fast[seat] is not None:
-            raw = fast[seat](legal)
-            if type(raw) is int and raw >= 0 and legal >> raw & 1:
-                action = raw
-            else:
-                mask = engine.legal_action_mask()
-                action = _checked_action(raw, mask, engine, seat_labels[seat], seat)
-        else:
-            mask = engine.legal_action_mask()
-            observation = {"observation": encoder.observe(engine, seat), "action_mask": mask}
-            raw = seat_policies[seat].act(observation)
-            action = _checked_action(raw, mask, engine, seat_labels[seat], seat)
-        engine.step(action)
-    return engine
-
-
 def _play_block(job: tuple) -> list[dict]:
     """Play deals [start, stop) of block `block` with every rotation. Runs in a worker."""
     items, config_dict, seed, block, start, stop, record = job
@@ -197,6 +160,7 @@ def _play_block(job: tuple) -> list[dict]:
     labels = _unique_labels(items)
     policies = [_build(items[i], config, policy_seed(seed, block, j)) for j, i in enumerate(owners)]
     engine, encoder = Engine(config, seed=0), Encoder(config)
+    views = [SeatView(encoder) for _ in range(n)]  # per seat, whoever sits there
     results = []
     for deal in range(start, stop):
         engine_seed = deal_seed(seed, deal)
@@ -205,7 +169,10 @@ def _play_block(job: tuple) -> list[dict]:
             slots = rotation_seats(n, rotation)
             seat_policies = [policies[j] for j in slots]
             seat_labels = [labels[owners[j]] for j in slots]
-            play_game(engine, encoder, seat_policies, seat_labels, engine_seed)
+            engine.reset(engine_seed)
+            arena = Arena(engine, seat_policies, seat_labels, views=views)
+            arena.reset_policies()
+            arena.play()
             game = {"slots": slots, "scores": [list(s) for s in engine.scores],
                     "winners": list(engine.winners)}
             if record:  # what a game record needs beyond the deal's seed (cf_env.record)
@@ -234,32 +201,6 @@ def _run_blocks(jobs: list[tuple], workers: int) -> Iterator[list[dict]]:
     context = multiprocessing.get_context("spawn")
     with context.Pool(min(workers, len(jobs))) as pool:
         yield from pool.imap(_play_block, jobs)
-
-
-# --------------------------------------------------------------------------- scoring one game
-def _seat_keys(config: ChickenFootConfig, scores: list[list[int]]) -> list[tuple]:
-    """Sort keys per seat in R13 order (lower is better)."""
-    keys = []
-    for rows in scores:
-        total = sum(rows)
-        if config.tie_break == "r13":
-            nonzero = min((s for s in rows if s), default=math.inf)
-            keys.append((total, -rows.count(0), nonzero))
-        else:
-            keys.append((total,))
-    return keys
-
-
-def _game_values(config: ChickenFootConfig, game: dict) -> dict[str, list[float]]:
-    scores, winners = game["scores"], game["winners"]
-    n = len(scores)
-    totals = [float(sum(rows)) for rows in scores]
-    return {
-        "win_rate": [1.0 / len(winners) if seat in winners else 0.0 for seat in range(n)],
-        "round_score": [totals[seat] / len(scores[seat]) for seat in range(n)],
-        "game_total": totals,
-        "rank": fractional_ranks(_seat_keys(config, scores)),
-    }
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -404,7 +345,7 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
                 sums = {m: np.zeros(len(items)) for m in METRICS}
                 held = np.zeros(len(items))
                 for rotation, game in enumerate(deal_result["games"]):
-                    values = _game_values(cfg, game)
+                    values = game_values(cfg, game)
                     for seat, slot in enumerate(game["slots"]):
                         owner = owners[slot]
                         held[owner] += 1
@@ -440,7 +381,7 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
         for m in METRICS:
             diff[m] = mean_ci(per_deal[m][:, 0] - per_deal[m][:, j])
         differences.append(diff)
-    ratings = _ratings(labels, owners, games_in_order)
+    ratings = openskill_ratings(labels, owners, games_in_order)
     for entry, rating in zip(result_policies, ratings):
         entry["rating"] = {k: rating[k] for k in ("mu", "sigma", "ordinal")}
     return {
@@ -471,141 +412,6 @@ def _progress_bar(total: int, enabled: bool):
     from tqdm import tqdm
 
     return tqdm(total=total, unit="deal", desc="evaluate", file=sys.stderr)
-
-
-def _ratings(labels: list[str], owners: list[int], games: list[tuple[int, dict]]) -> list[dict]:
-    """OpenSkill Plackett-Luce ratings over every game, in deal order (deterministic).
-
-    Every seat is a separate entrant ranked by its R13 rank; a policy holding several seats
-    enters with its rating on each and then takes the mean of its seats' updated mu and sigma.
-    """
-    from openskill.models import PlackettLuce
-
-    model = PlackettLuce()
-    ratings = [model.rating(name=label) for label in labels]
-    for _, game in games:
-        seats = [owners[slot] for slot in game["slots"]]
-        updated = model.rate([[ratings[i]] for i in seats], ranks=list(game["rank"]))
-        for i in set(seats):
-            mine = [team[0] for team, owner in zip(updated, seats) if owner == i]
-            ratings[i] = model.rating(
-                mu=sum(r.mu for r in mine) / len(mine),
-                sigma=sum(r.sigma for r in mine) / len(mine),
-                name=labels[i],
-            )
-    return [
-        {"name": label, "mu": r.mu, "sigma": r.sigma, "ordinal": r.ordinal()}
-        for label, r in zip(labels, ratings)
-    ]
-
-
-# --------------------------------------------------------------------------- reporting
-def _fmt(ci: dict, digits: int, percent: bool = False) -> str:
-    scale = 100.0 if percent else 1.0
-    unit = "%" if percent else ""
-    return (
-        f"{ci['mean'] * scale:.{digits}f}{unit} "
-        f"[{ci['ci_low'] * scale:.{digits}f}, {ci['ci_high'] * scale:.{digits}f}]"
-    )
-
-
-def format_markdown(result: dict) -> str:
-    """The result as Markdown tables: per policy, then the agent's differences."""
-    cfg, single = result["config"], result["single_round"]
-    what = "single rounds" if single else f"full games of {cfg['num_rounds']} rounds"
-    lines = [
-        f"{cfg['num_players']} players, double-{cfg['max_pips']}, {what}; "
-        f"{result['deals']} duplicate deals × {cfg['num_players']} rotations = "
-        f"{result['games']} games; seed {result['seed']}. 95% CI in brackets.",
-        "",
-    ]
-    head = "| policy | seats | win rate | round score | "
-    head += "" if single else "game total | "
-    head += "rank | rating μ ± σ |"
-    lines += [head, "|" + " --- |" * (6 if single else 7)]
-    for p in result["policies"]:
-        row = f"| {p['name']} | {p['seats']} | {_fmt(p['win_rate'], 1, True)} | "
-        row += f"{_fmt(p['round_score'], 2)} | "
-        row += "" if single else f"{_fmt(p['game_total'], 1)} | "
-        row += f"{_fmt(p['rank'], 2)} | {p['rating']['mu']:.1f} ± {p['rating']['sigma']:.1f} |"
-        lines.append(row)
-    lines += ["", "| agent − opponent | win rate | round score | " + ("" if single else "game total | ")
-              + "rank |", "|" + " --- |" * (4 if single else 5)]
-    for d in result["differences"]:
-        row = f"| {d['agent']} − {d['opponent']} | {_fmt(d['win_rate'], 1, True)} | "
-        row += f"{_fmt(d['round_score'], 2)} | "
-        row += "" if single else f"{_fmt(d['game_total'], 1)} | "
-        row += f"{_fmt(d['rank'], 2)} |"
-        lines.append(row)
-    return "\n".join(lines) + "\n"
-
-
-def plot(result: dict, path: str | Path) -> None:
-    """Win rate and mean round score per policy with their 95% intervals, as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = [p["name"] for p in result["policies"]]
-    x = np.arange(len(names))
-    fig, axes = plt.subplots(1, 2, figsize=(4 + 1.6 * len(names), 4))
-    for ax, metric, title, scale in (
-        (axes[0], "win_rate", "win rate (%)", 100.0),
-        (axes[1], "round_score", "mean round score (lower is better)", 1.0),
-    ):
-        cis = [p[metric] for p in result["policies"]]
-        means = np.array([c["mean"] for c in cis]) * scale
-        err = np.array([[c["mean"] - c["ci_low"], c["ci_high"] - c["mean"]] for c in cis]).T * scale
-        ax.bar(x, means, yerr=err, capsize=6, color="tab:blue", alpha=0.8)
-        ax.set_xticks(x, names, rotation=20, ha="right")
-        ax.set_title(title)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0].axhline(100.0 / result["config"]["num_players"], color="grey", ls="--", lw=1,
-                    label="fair share")
-    axes[0].legend(loc="best")
-    cfg = result["config"]
-    what = "single rounds" if result["single_round"] else "full games"
-    fig.suptitle(f"{cfg['num_players']}p double-{cfg['max_pips']}, {what}, "
-                 f"{result['deals']} duplicate deals (95% CI)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-# --------------------------------------------------------------------------- CLI
-OUTPUT_SUFFIXES = (".json", ".md", ".png")
-
-
-def output_paths(out: str | Path) -> tuple[Path, Path, Path]:
-    """The JSON, Markdown and PNG files that `--out` names: the path less a .json/.md/.png suffix,
-    plus each of those suffixes. `results/x`, `results/x.json` and `results/x.md` all give
-    results/x.json, results/x.md and results/x.png; any other suffix is part of the name
-    (`eval-v1.2` gives eval-v1.2.json, ...), so no output ever overwrites another."""
-    path = Path(out)
-    if path.name in ("", ".", ".."):
-        raise ValueError(f"--out needs a file name, e.g. results/eval.json; got {str(out)!r}")
-    if path.suffix.lower() in OUTPUT_SUFFIXES:
-        path = path.with_suffix("")
-    json_path, md_path, png_path = (path.with_name(path.name + s) for s in OUTPUT_SUFFIXES)
-    return json_path, md_path, png_path
-
-
-def check_writable(paths: Sequence[Path]) -> None:
-    """Open each output for writing now, so that a bad path fails before the games, not after.
-
-    Appending writes nothing to an existing file, and a file made only for the check is removed.
-    """
-    for path in paths:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            existed = path.exists()
-            with open(path, "a"):
-                pass
-            if not existed:
-                path.unlink()
-        except OSError as err:
-            raise ValueError(f"cannot write {str(path)!r}: {err.strerror or err}") from err
 
 
 def fail(err: BaseException, code: int) -> NoReturn:
@@ -677,11 +483,8 @@ def main(argv: list[str] | None = None) -> dict:
     except IllegalPolicyActionError as err:
         fail(err, 1)
     elapsed = time.perf_counter() - started
-    table = format_markdown(result)
+    table = write_report(result, outputs)
     json_path, md_path, png_path = outputs
-    json_path.write_text(json.dumps(result, indent=2) + "\n")
-    md_path.write_text(table)
-    plot(result, png_path)
     print(table)
     print(f"{result['games']} games in {elapsed:.1f} s with {args.workers} worker(s); "
           f"wrote {json_path}, {md_path}, {png_path}"

@@ -1,6 +1,8 @@
-"""Small statistics helpers for evaluation: Student-t confidence intervals and fractional ranks.
+"""The statistics of an evaluation (`training.evaluate`): each game's metrics per seat, Student-t
+confidence intervals, fractional ranks and OpenSkill ratings.
 
-Pure Python + numpy (scipy is not a dependency): the t quantile is found by bisection on the t
+The metrics (`METRICS`, described in `METRIC_DOCS`) are read from a played game's scores and
+winners (`game_values`); the intervals and ratings are computed over them. Pure Python + numpy (scipy is not a dependency): the t quantile is found by bisection on the t
 CDF, which is computed from the regularized incomplete beta function (continued fraction, as in
 Numerical Recipes §6.4). Accurate to ~1e-10, far below what a confidence interval needs.
 """
@@ -12,6 +14,16 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+
+from cf_env.core.config import ChickenFootConfig
+
+METRICS = ("win_rate", "round_score", "game_total", "rank")
+METRIC_DOCS = {
+    "win_rate": "share of games won (R13; a shared win is split), per seat held",
+    "round_score": "mean points left in hand per round (R12; lower is better)",
+    "game_total": "mean game total (sum of round points; lower is better)",
+    "rank": "mean finishing rank, 1 = best (R13 order; tied seats share ranks)",
+}
 
 
 def _beta_cf(a: float, b: float, x: float) -> float:
@@ -106,3 +118,55 @@ def fractional_ranks(keys: Sequence) -> list[float]:
         tied = sum(1 for other in keys if other == key)
         ranks.append(1.0 + better + (tied - 1) / 2.0)
     return ranks
+
+
+def seat_keys(config: ChickenFootConfig, scores: list[list[int]]) -> list[tuple]:
+    """Sort keys per seat in R13 order (lower is better)."""
+    keys = []
+    for rows in scores:
+        total = sum(rows)
+        if config.tie_break == "r13":
+            nonzero = min((s for s in rows if s), default=math.inf)
+            keys.append((total, -rows.count(0), nonzero))
+        else:
+            keys.append((total,))
+    return keys
+
+
+def game_values(config: ChickenFootConfig, game: dict) -> dict[str, list[float]]:
+    """Each metric of `METRICS` per seat for one game (`{"scores": ..., "winners": ...}`)."""
+    scores, winners = game["scores"], game["winners"]
+    n = len(scores)
+    totals = [float(sum(rows)) for rows in scores]
+    return {
+        "win_rate": [1.0 / len(winners) if seat in winners else 0.0 for seat in range(n)],
+        "round_score": [totals[seat] / len(scores[seat]) for seat in range(n)],
+        "game_total": totals,
+        "rank": fractional_ranks(seat_keys(config, scores)),
+    }
+
+
+def openskill_ratings(labels: list[str], owners: list[int], games: list[tuple[int, dict]]) -> list[dict]:
+    """OpenSkill Plackett-Luce ratings over every game, in deal order (deterministic).
+
+    Every seat is a separate entrant ranked by its R13 rank; a policy holding several seats
+    enters with its rating on each and then takes the mean of its seats' updated mu and sigma.
+    """
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    ratings = [model.rating(name=label) for label in labels]
+    for _, game in games:
+        seats = [owners[slot] for slot in game["slots"]]
+        updated = model.rate([[ratings[i]] for i in seats], ranks=list(game["rank"]))
+        for i in set(seats):
+            mine = [team[0] for team, owner in zip(updated, seats) if owner == i]
+            ratings[i] = model.rating(
+                mu=sum(r.mu for r in mine) / len(mine),
+                sigma=sum(r.sigma for r in mine) / len(mine),
+                name=labels[i],
+            )
+    return [
+        {"name": label, "mu": r.mu, "sigma": r.sigma, "ordinal": r.ordinal()}
+        for label, r in zip(labels, ratings)
+    ]

@@ -85,8 +85,11 @@ and sb3-contrib's `get_action_masks` do the latter, so `MaskablePPO` works on
 
 Skipping forced decisions (`learner_skip_forced=True`): when the learner has exactly one legal
 action the adapter takes it, so every decision the learner is asked about is a real choice.
-Opponents' decisions with exactly one legal action are always taken without asking their policy,
-as `training.evaluate` does (the convention of `cf_env.policies`).
+The opponents' turns are played by the arena (`cf_env.agents.arena`, as in `training.evaluate`):
+their decisions with exactly one legal action are always taken without asking their policy (the
+convention of `cf_env.agents.policies`), and an opponent's malformed or illegal action raises
+`IllegalPolicyActionError` (an `IllegalActionError`) naming the policy, which halts the episode
+as any failure of an opponent does.
 
 Speed: a learner step carries about nine engine decisions (opponents' turns, forced draws and
 passes), so the opponents' path dominates the adapter's cost. Forced decisions and the choices
@@ -94,7 +97,7 @@ of policies with the mask-only fast path (`act_bits`, e.g. `random`, `greedy`: g
 engine's legal bitset, no observation built) are all made inside one `Engine.advance` call;
 other policies (the heuristic, frozen snapshots) get the full observation dict. The
 learner's observation (and an observation-reading opponent's) is kept current between its turns
-by a `cf_env.observation.SeatView` instead of being built afresh.
+by a `cf_env.core.observation.SeatView` instead of being built afresh (the arena shares them).
 """
 
 from __future__ import annotations
@@ -107,7 +110,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from cf_env.agents.policies import Policy, legal_fast_path, load_policy
+from cf_env.agents.arena import Arena
+from cf_env.agents.policies import Policy, load_policy
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine, IllegalActionError
 from cf_env.core.observation import OBSERVATION_VERSION, Encoder, SeatView
@@ -251,8 +255,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         self._step_round: list[int] | None = None  # the last round that ended in this step
         self.learner = 0
         self.seat_policies: list[Policy | None] = []
-        # Per seat: the policy's mask-only fast path (on the legal bitset) or None (observations).
-        self._seat_fast: list[Callable[[int], int] | None] = []
+        self._arena: Arena | None = None  # plays the opponents' turns of the current game
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -366,10 +369,9 @@ class ChickenFootSingleAgentEnv(gym.Env):
         self.seat_policies = [None] * n
         for k, policy in enumerate(others):
             self.seat_policies[(self.learner + 1 + k) % n] = policy
-        self._seat_fast = [None if p is None else legal_fast_path(p) for p in self.seat_policies]
-        for policy in others:
-            if callable(getattr(policy, "reset", None)):
-                policy.reset()
+        # The learner's seat has no policy: the arena stops when it has a real choice.
+        self._arena = Arena(self.engine, self.seat_policies, views=self._views)
+        self._arena.reset_policies()
         self._need_new_game = False
         # Rounds ending inside reset (no decision at all) are not the learner's to be paid for.
         self.engine.reset(int(self._rng.integers(2**63)))
@@ -379,29 +381,18 @@ class ChickenFootSingleAgentEnv(gym.Env):
 
         Returns the learner's reward collected meanwhile and whether the episode ended.
         """
-        engine, learner, reward = self.engine, self.learner, 0.0
+        reward = 0.0
         # Forced decisions (most of them: draws, passes) are taken without asking anyone, as
-        # training.evaluate does, the learner's too unless it wants to see them; fast-path
-        # opponents choose inside the same engine call.
-        stop_seat = -1 if self.learner_skip_forced else learner
+        # training.evaluate does, the learner's too unless it wants to see them.
+        stop_seat = -1 if self.learner_skip_forced else self.learner
         while True:
-            finished = engine.advance(stop_seat, self._seat_fast)
-            if not finished:
-                seat = engine.current
-                if engine.game_over:
-                    return reward, True
-                if seat == learner:
-                    return reward, False
-                obs = {  # an opponent that reads observations
-                    "observation": self._views[seat].observe(engine, seat),
-                    "action_mask": engine.legal_action_mask(),
-                }
-                finished = engine.step(self.seat_policies[seat].act(obs))
-            if finished:  # a round ended (rare): pay the learner, maybe end the episode
-                more, ended = self._rounds_ended(finished)
-                reward += more
-                if ended:
-                    return reward, True
+            finished = self._arena.play(stop_seat, round_end=True)
+            if not finished:  # the learner has a choice (or the game is over)
+                return reward, self.engine.game_over
+            more, ended = self._rounds_ended(finished)  # a round ended (rare): pay the learner
+            reward += more
+            if ended:
+                return reward, True
 
     def _play(self, action) -> tuple[float, bool]:
         """One engine step (the engine checks `action`); returns the learner's reward from it and

@@ -1,5 +1,7 @@
 """`python -m cf_env.demo`: play and print one game between random legal players.
 
+The game is played by the arena (`cf_env.agents.arena`), every seat a `random` bot.
+
 A bad option (an impossible config, a negative seed) prints one ``error:`` line and exits 2.
 """
 
@@ -8,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
-
+from cf_env.agents.arena import Arena
+from cf_env.agents.bots import RandomPolicy
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.viz.render import render_text
@@ -29,13 +31,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     engine = Engine(cfg, seed=args.seed)
-    rng = np.random.default_rng(args.seed)
-    round_seen = 0
+    # One random player's RNG for every seat, asked every move (forced ones too): the games the
+    # demo has always shown for a seed.
+    player = RandomPolicy(cfg, seed=args.seed)
+    arena = Arena(engine, [player] * cfg.num_players, ask_forced=True)
+    played = 0
     while not engine.game_over:
-        engine.step(int(rng.choice(engine.legal_actions())))
-        if engine.round != round_seen or engine.game_over:
-            print(f"round {round_seen + 1}: points {[s[round_seen] for s in engine.scores]}")
-            round_seen = engine.round
+        for points in arena.play(round_end=True):
+            played += 1
+            print(f"round {played}: points {points}")
     print(render_text(engine))
     return 0
 

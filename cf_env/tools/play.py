@@ -7,8 +7,8 @@ You sit in seat ``--seat`` (default 0); the other seats are filled from ``--oppo
 comma-separated list of policy specs (`cf_env.policies.load_policy`: random, greedy, heuristic,
 ismcts:<iterations>, guided:<checkpoint>:<iterations>, ppo:<checkpoint>, module:factory) — one
 spec per opponent, or a single spec for all of them. Without ``--players`` there is one
-opponent per spec. Opponents act on their own observations, built exactly as the env builds
-them.
+opponent per spec. Opponents are played by the arena (`cf_env.agents.arena`), on their own
+observations, built exactly as the env builds them, and asked every move, forced ones too.
 
 A checkpoint plays only the game it was trained for, so with a ``ppo:`` or ``guided:`` opponent
 the rules come from its card (``card.json``: players, set, spinner arms, hand size and every
@@ -43,10 +43,10 @@ from typing import TextIO
 
 import numpy as np
 
+from cf_env.agents.arena import Arena, IllegalPolicyActionError
 from cf_env.core.actions import DRAW, PASS, decode
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
-from cf_env.core.observation import Encoder
 from cf_env.viz.record import RecordError, final_of, make_record, round_end_view, save_record
 from cf_env.viz.render import (
     arm_labels,
@@ -122,19 +122,18 @@ class Game:
         self.seat = args.seat
         self.seed = args.seed
         self.engine = Engine(self.config, self.seed)
-        self.encoder = Encoder(self.config)
         # Opponent seeds come from the game seed: the same --seed replays the same game.
         seeds = np.random.SeedSequence(self.seed).generate_state(self.config.num_players)
         self.names = ["you"] * self.config.num_players
-        self.policies = {}
+        policies = [None] * self.config.num_players  # the human's seat has none
         others = [s for s in range(self.config.num_players) if s != self.seat]
         for seat, spec in zip(others, specs):
-            self.policies[seat] = load_policy(spec, self.config, seed=int(seeds[seat]))
+            policies[seat] = load_policy(spec, self.config, seed=int(seeds[seat]))
             self.names[seat] = spec
-        for policy in self.policies.values():
-            reset = getattr(policy, "reset", None)
-            if callable(reset):
-                reset()
+        # Opponents are asked even their forced moves, as they always were here: a policy's RNG
+        # moves as before, so a --seed replays the games it did.
+        self.arena = Arena(self.engine, policies, self.names, ask_forced=True)
+        self.arena.reset_policies()
         self.actions: list[int] = []
         # Score tables pad names to the longest, so long specs (ppo:<path>) keep columns aligned.
         self.width = max(len(self.who(seat)) for seat in range(self.config.num_players))
@@ -298,18 +297,15 @@ class Game:
             return legal[number - 1]
 
     def opponent_action(self, seat: int) -> int:
-        e = self.engine
-        obs = {"observation": self.encoder.observe(e, seat), "action_mask": e.legal_action_mask()}
+        """The opponent's move, from the arena (which checks it)."""
         try:
-            action = self.policies[seat].act(obs)
+            return self.arena.decide()
+        except IllegalPolicyActionError as err:
+            if err.action is None:
+                raise OpponentError(f"{self.who(seat)} returned {err.answer}, not an action id") from err
+            raise OpponentError(f"{self.who(seat)} chose illegal action {err.action}") from err
         except Exception as err:  # a user's policy may fail in any way; report, never trace
             raise OpponentError(f"{self.who(seat)} failed: {type(err).__name__}: {err}") from err
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-            raise OpponentError(f"{self.who(seat)} returned {action!r}, not an action id")
-        action = int(action)
-        if not (0 <= action < self.config.num_actions and obs["action_mask"][action]):
-            raise OpponentError(f"{self.who(seat)} chose illegal action {action}")
-        return action
 
     def announce(self, seat: int, action: int) -> None:
         e = self.engine

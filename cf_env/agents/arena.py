@@ -1,0 +1,202 @@
+"""The arena: the one loop that plays policies through a game's decisions.
+
+Every driver of policies plays through `Arena`: `training.evaluate` (whole games), the
+single-agent adapter `cf_env.envs.single_agent` (the opponents' turns between the learner's) and
+the terminal game `cf_env.tools.play` (the opponents' turns, one at a time, narrated). So the
+conventions of `cf_env.agents.policies` are carried out here, once:
+
+* **Forced decisions** (exactly one legal action: most draws and passes) are applied without
+  asking the policy. An arena built with `ask_forced=True` asks them too (the terminal game
+  does, as it always has: a policy's RNG then moves exactly as it did before).
+* **Mask-only fast path.** A policy with `act_bits`/`act_legal` (`legal_fast_path`) is given the
+  legal bitset and no observation; its choices and the forced decisions are all made inside one
+  `Engine.advance` call. Other policies get ``{"observation", "action_mask"}``, the observation
+  kept current between their turns by a `SeatView` per seat.
+* **Checked answers.** Every answer is checked by the engine's rule (`Engine.action_problem`); a
+  malformed or illegal one raises `IllegalPolicyActionError` naming the policy, its seat and the
+  legal actions, before it is applied (the engine is as it was before that decision).
+
+A seat whose policy is None is not the arena's to play (the learner, the human): `play` stops
+when that seat has a real choice. Exceptions a policy raises propagate unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from cf_env.agents.policies import Policy, legal_fast_path
+from cf_env.core.actions import describe
+from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.observation import Encoder, SeatView
+
+
+class IllegalPolicyActionError(IllegalActionError):
+    """A policy returned an action that is malformed or not legal in the position it was given.
+
+    Nothing was applied. `label` and `seat` say whose answer it was; `answer` is its repr;
+    `action` is it as an int when it was a whole number (illegal now or out of range), None when
+    it was no action id at all (a float, a bool, None, an array). All are picklable, so the error
+    crosses process boundaries (evaluation workers) intact.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        label: str = "",
+        seat: int = -1,
+        answer: str = "",
+        action: int | None = None,
+    ):
+        super().__init__(message)
+        self.label, self.seat, self.answer, self.action = label, seat, answer, action
+
+
+def policy_name(policy: object) -> str:
+    """A policy's label when the driver gives none: its `name`, else its class name."""
+    name = getattr(policy, "name", None)
+    return name if isinstance(name, str) and name else type(policy).__name__
+
+
+class Arena:
+    """Plays the seats' policies on `engine` (see the module docstring).
+
+    `policies[seat]` is the seat's policy, or None for a seat played from outside; `labels`
+    name them in errors (default `policy_name`). `views` are the per-seat observation builders
+    (`SeatView`s, e.g. shared with a learner's own); by default one per seat is made from
+    `encoder` (or from a new `Encoder` of the engine's config).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        policies: Sequence[Policy | None],
+        labels: Sequence[str] | None = None,
+        *,
+        views: Sequence[SeatView] | None = None,
+        encoder: Encoder | None = None,
+        ask_forced: bool = False,
+    ):
+        n = engine.config.num_players
+        if len(policies) != n:
+            raise ValueError(f"the arena needs one policy (or None) per seat: {n}; got {len(policies)}")
+        self.engine = engine
+        self.policies = list(policies)
+        self.labels = [
+            policy_name(p) if labels is None else labels[seat] for seat, p in enumerate(policies)
+        ]
+        if views is None:
+            encoder = encoder if encoder is not None else Encoder(engine.config)
+            views = [SeatView(encoder) for _ in range(n)]
+        self.views = views
+        self.ask_forced = bool(ask_forced)
+        # Per seat: the raw fast path (for `decide`) and the checked one `Engine.advance` calls.
+        self._fast = [None if p is None else legal_fast_path(p) for p in self.policies]
+        self._choosers = [
+            None if fast is None else self._checked_fast(seat, fast)
+            for seat, fast in enumerate(self._fast)
+        ]
+
+    def reset_policies(self) -> None:
+        """Call each policy's `reset()`, if it has one (before every game, by the convention)."""
+        for policy in self.policies:
+            reset = getattr(policy, "reset", None)
+            if callable(reset):
+                reset()
+
+    def play(self, stop_seat: int = -1, round_end: bool = False) -> list[list[int]]:
+        """Play decisions until the game ends, `stop_seat` is to act (any decision of it), a seat
+        without a policy has a real choice, or, with `round_end`, a round ended. Returns the
+        points of the rounds that ended meanwhile (`Engine.step`'s result, concatenated)."""
+        if self.ask_forced:
+            return self._play_asking(stop_seat, round_end)
+        engine, policies, choosers = self.engine, self.policies, self._choosers
+        done: list[list[int]] = []
+        while True:
+            finished = engine.advance(stop_seat, choosers)  # forced and fast-path decisions
+            if not finished:
+                seat = engine.current
+                if engine.game_over or seat == stop_seat or policies[seat] is None:
+                    return done
+                finished = engine.step(self._ask(seat))  # a policy that reads observations
+            if finished:
+                done += finished
+                if round_end or engine.game_over:
+                    return done
+
+    def decide(self) -> int:
+        """The acting seat's action now, checked, not applied: the only legal one if the decision
+        is forced (unless `ask_forced`), else its policy's answer."""
+        engine = self.engine
+        legal = engine.legal_bits()
+        if not legal:
+            raise IllegalActionError("the game is over: no decision to make")
+        seat = engine.current
+        if not self.ask_forced and not legal & (legal - 1):
+            return legal.bit_length() - 1
+        if self.policies[seat] is None:
+            raise ValueError(f"seat {seat} has no policy in this arena")
+        fast = self._fast[seat]
+        if fast is None:
+            return self._ask(seat)
+        return self._checked(seat, fast(legal))
+
+    # ------------------------------------------------------------------ internals
+    def _play_asking(self, stop_seat: int, round_end: bool) -> list[list[int]]:
+        engine, done = self.engine, []
+        while not engine.game_over:
+            seat = engine.current
+            if seat == stop_seat or self.policies[seat] is None:
+                break
+            finished = engine.step(self.decide())
+            done += finished
+            if finished and round_end:
+                break
+        return done
+
+    def _ask(self, seat: int) -> int:
+        engine = self.engine
+        observation = {
+            "observation": self.views[seat].observe(engine, seat),
+            "action_mask": engine.legal_action_mask(),
+        }
+        return self._checked(seat, self.policies[seat].act(observation))
+
+    def _checked_fast(self, seat: int, fast: Callable[[int], int]) -> Callable[[int], int]:
+        checked = self._checked
+
+        def choose(legal: int) -> int:
+            action = fast(legal)
+            if type(action) is int and action >= 0 and legal >> action & 1:
+                return action  # the usual case: a legal plain int
+            return checked(seat, action)
+
+        return choose
+
+    def _checked(self, seat: int, action: object) -> int:
+        """`action` as the int to step if legal now; else raises `IllegalPolicyActionError`."""
+        engine = self.engine
+        if type(action) is int and action >= 0 and engine.legal_bits() >> action & 1:
+            return action
+        if engine.action_problem(action) is None:  # a numpy integer or 0-d array that is legal
+            return int(action)
+        raise self._illegal(seat, action)
+
+    def _illegal(self, seat: int, action: object) -> IllegalPolicyActionError:
+        engine, label = self.engine, self.labels[seat]
+        tables, size = engine.tables, engine.config.num_actions
+        if isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
+            action = action[()]  # what SB3's predict() returns for one observation
+        whole = isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_))
+        what = describe(tables, int(action)) if whole and 0 <= int(action) < size else "invalid"
+        named = ", ".join(f"{a} ({describe(tables, a)})" for a in engine.legal_actions())
+        return IllegalPolicyActionError(
+            f"policy {label!r} at seat {seat} returned illegal action {action!r} ({what}); "
+            f"legal actions: {named}",
+            label=label,
+            seat=seat,
+            answer=repr(action),
+            action=int(action) if whole else None,
+        )
