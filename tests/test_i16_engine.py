@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from positions import build
+from positions import build, play
 
 from cf_env import ChickenFootConfig, Engine, IllegalActionError
 
@@ -70,3 +70,77 @@ def test_i16_action_problem_after_game_over():
     )
     # A malformed action is named as malformed first, as step does.
     assert engine.action_problem(True).startswith("action must be an int")
+
+
+# ---------------------------------------------------------------- placement (R6, R7, R9)
+def test_i16_placement_r7_fills_a_new_arm_of_the_centre_while_one_is_empty():
+    engine = build(hands=[[(9, 5), (3, 4)], [(0, 0)], [(0, 1)], [(0, 2)]], arms=[(-1, [(9, 3)])])
+    where = engine.placement(_action(engine, 9, 5))
+    assert (where.rule, where.arm, where.parent, where.new_arm) == ("R7", 1, -1, True)
+    assert (where.attached, where.free_end, where.leaves_open, where.toe) == (9, 5, 5, 0)
+    # 3 is an open end, but R7 comes first: a 3 is not playable, so has no place.
+    with pytest.raises(ValueError, match="not playable now"):
+        engine.placement(_action(engine, 3, 4))
+    play(engine, "9|5@9")
+    assert engine.arms[1].parent == -1 and engine.arms[1].tiles[-1][1] == 9
+
+
+def test_i16_placement_r6_extends_the_oldest_open_end_of_the_value():
+    arms = [(-1, [(9, 1), (1, 3)]), (-1, [(9, 3)]), (-1, [(9, 2)]), (-1, [(9, 4)])]
+    engine = build(hands=[[(3, 5), (0, 5)], [(3, 6), (0, 6)], [(0, 1)], [(0, 2)]], arms=arms)
+    first = engine.placement(_action(engine, 3, 5))
+    assert (first.rule, first.arm, first.parent, first.new_arm, first.leaves_open) == ("R6", 0, -1, False, 5)
+    play(engine, "3|5@3")
+    assert engine.arms[0].tip == 5 and engine.arms[0].tiles[-1][0] == first.tile
+    second = engine.placement(_action(engine, 3, 6))  # the other 3 end: arm 1 now
+    assert (second.rule, second.arm) == ("R6", 1)
+
+
+def test_i16_placement_r6_double_closes_its_arm_and_r9_toes_grow_from_it():
+    engine = build(hands=[[(4, 4), (0, 5)], [(4, 6), (0, 6)], [(4, 7), (0, 7)], [(0, 1)]], arms=CROSS)
+    double = engine.placement(_action(engine, 4, 4))
+    assert (double.rule, double.arm, double.leaves_open) == ("R6", 3, -1)  # R9: a foot starts
+    play(engine, "4|4@4")
+    assert (engine.foot_value, engine.foot_arm, engine.toes_left) == (4, 3, 3)
+    toe = engine.placement(_action(engine, 4, 6))
+    assert (toe.rule, toe.arm, toe.parent, toe.new_arm, toe.toe, toe.leaves_open) == ("R9", 4, 3, True, 1, 6)
+    play(engine, "4|6@4")
+    assert engine.arms[4].parent == 3
+    assert engine.placement(_action(engine, 4, 7)).toe == 2
+    with pytest.raises(ValueError, match="not a tile action"):
+        engine.placement(engine.config.draw_action)
+    with pytest.raises(ValueError, match="not a tile action id"):
+        engine.placement(True)
+
+
+@pytest.mark.parametrize(
+    "config", [ChickenFootConfig(), ChickenFootConfig(max_pips=6, num_players=2, spinner_arms=6, toes=2)]
+)
+def test_i16_placement_predicts_where_every_played_tile_lands(config):
+    from cf_env.viz.render import arm_labels, move_name
+
+    engine = Engine(config, seed=11)
+    rng = np.random.default_rng(4)
+    rules = set()
+    while not engine.game_over:
+        action = int(rng.choice(engine.legal_actions()))
+        if action >= config.draw_action:
+            engine.step(action)
+            continue
+        where = engine.placement(action)
+        rules.add(where.rule)
+        name = move_name(engine, action)
+        count, rnd = len(engine.arms), engine.round
+        engine.step(action)
+        if engine.round != rnd:
+            continue  # the round ended: the next deal cleared the layout
+        arm = engine.arms[where.arm]
+        assert arm.tiles[-1] == (where.tile, where.attached) and arm.parent == where.parent
+        assert len(engine.arms) == count + where.new_arm
+        assert arm.tip == where.leaves_open  # -1: a double closed it (R9)
+        label = arm_labels(engine)[where.arm]
+        # The move's name names the same arm (render asks `placement` too).
+        kind = "toe" if where.parent >= 0 else "arm"
+        said = {"R9": f"(arm {label})", "R7": f"(arm {label})", "R6": f"end of {kind} {label}"}
+        assert said[where.rule] in name
+    assert rules == {"R6", "R7", "R9"}

@@ -32,6 +32,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
+from typing import NamedTuple
 
 import numpy as np
 
@@ -87,6 +88,28 @@ class Arm:
     tip: int = -1
 
 
+class Placement(NamedTuple):
+    """Where a tile action puts its tile (`Engine.placement`), by R6, R7 or R9.
+
+    `rule` is the rule that places it now: "R9" a toe of the pending chicken foot, "R7" an empty
+    arm of the centre double, "R6" the oldest open arm tip of the attached value. `arm` is the
+    index in `engine.arms` the tile lands on (`len(engine.arms)` when it starts a new arm:
+    `new_arm`), `parent` that arm's parent (-1: the centre double; else the arm that ends in the
+    foot's double). `toe` numbers the toe (1..toes) under R9, else 0. `leaves_open` is the value
+    the tile leaves open: its free end, or -1 for a double, which closes its arm and starts a
+    chicken foot (R9)."""
+
+    tile: int
+    attached: int
+    free_end: int
+    rule: str
+    arm: int
+    parent: int
+    new_arm: bool
+    toe: int
+    leaves_open: int
+
+
 class Engine:
     """A whole game: deal, play, score every round; R13 decides the winners."""
 
@@ -107,6 +130,7 @@ class Engine:
         "_num_values",
         "_open_attach",
         "_pass_action",
+        "_phase",
         "_played_bytes",
         "_synthetic_arms",
         "_table_bytes",
@@ -352,9 +376,12 @@ class Engine:
         self._hand_bits = [sum(bits[t] for t in np.flatnonzero(row).tolist()) for row in self._hands]
 
     def _refresh_playable(self, recount: bool = False) -> None:
-        """Update the attach bitset of the playable values whenever they may have changed (a tile
-        placed, a new round, a restore) and drop the cached values and legality. `recount`
-        rebuilds the open ends' bitset from `open_count`; otherwise `_place` keeps it current."""
+        """The phase of play, decided here and nowhere else: which rule says where tiles go now
+        (`_phase`: R9 a pending foot's toes first, else R7 the centre's empty arms, else R6 any
+        open end) and so the playable values, as their attach bitset (`_attach`) and list
+        (`_values`). Called whenever they may have changed (a tile placed, a new round, a
+        restore); drops the cached legality. `recount` rebuilds the open ends' bitset from
+        `open_count`; otherwise `_place` keeps it current."""
         attach_bits = self.tables.attach_bits
         if recount:
             self._open_attach = 0
@@ -362,12 +389,14 @@ class Engine:
                 if count:
                     self._open_attach |= attach_bits[value]
         if self.foot_value >= 0:  # R9: only toes on the pending foot
+            self._phase, self._values = "R9", [self.foot_value]
             self._attach = attach_bits[self.foot_value]
         elif self.spinner_empty > 0:  # R7: fill the centre's empty arms first
+            self._phase, self._values = "R7", [self.center]
             self._attach = attach_bits[self.center]
-        else:  # R6: any open end
+        else:  # R6: any open end (the list is built on demand: `_playable`)
+            self._phase, self._values = "R6", None
             self._attach = self._open_attach
-        self._values = None
         self._legal = None
 
     def playable_values(self) -> list[int]:
@@ -375,15 +404,51 @@ class Engine:
         return list(self._playable())
 
     def _playable(self) -> list[int]:
-        # The same three cases as `_attach`, as a list; built on demand, cached per position.
-        if self._values is None:
-            if self.foot_value >= 0:
-                self._values = [self.foot_value]
-            elif self.spinner_empty > 0:
-                self._values = [self.center]
-            else:
-                self._values = list(compress(self._value_ids, self.open_count))
+        if self._values is None:  # R6: the open ends' values, listed once per position
+            self._values = list(compress(self._value_ids, self.open_count))
         return self._values
+
+    def placement(self, action: int) -> Placement:
+        """Where tile action `action` puts its tile if played now (R6, R7, R9): the rule that
+        places it, the arm it lands on, and the value it leaves open. The engine lays every
+        tile by this decision (`_place`), and every description of a move reads it
+        (`cf_env.viz.render.move_name`). It does not check that the acting seat holds the tile;
+        raises `ValueError` for DRAW, PASS, an id out of range, or a tile whose attached half is
+        not a playable value now."""
+        tables = self.tables
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+            raise ValueError(f"placement: {action!r} is not a tile action id")
+        action = int(action)
+        if not 0 <= action < self._draw_action:
+            raise ValueError(
+                f"placement: action {action} is not a tile action (0..{self._draw_action - 1})"
+            )
+        tile = action >> 1  # action 2t + side (cf_env.core.actions)
+        lo, hi = tables.pairs[tile]
+        attached, free_end = (hi, lo) if action & 1 else (lo, hi)
+        if attached not in self._playable():
+            raise ValueError(
+                f"placement: {attached}|{free_end} attaches a {attached}, which is not playable "
+                f"now (playable: {self._playable()})"
+            )
+        arm, parent = self._slot(attached)
+        starts_foot = self._phase == "R6" and attached == free_end
+        toe = self.config.toes - self.toes_left + 1 if self._phase == "R9" else 0
+        return Placement(
+            tile, attached, free_end, self._phase, arm, parent, arm == len(self.arms), toe,
+            -1 if starts_foot else free_end,
+        )
+
+    def _slot(self, attached: int) -> tuple[int, int]:
+        """Where a tile attached to `attached` goes, as (arm index, that arm's parent): R9 a new
+        toe of the pending foot, R7 a new arm of the centre double (index `len(arms)` for a new
+        arm), R6 the oldest open arm tip of that value (`tip_arms` is kept in arm order, so the
+        layout alone says which: a restore lays tiles where the original game would)."""
+        phase = self._phase
+        if phase == "R6":
+            arm = self.tip_arms[attached][0]
+            return arm, self.arms[arm].parent
+        return len(self.arms), (self.foot_arm if phase == "R9" else -1)
 
     def legal_action_mask(self) -> np.ndarray:
         """The acting seat's legal actions as a fresh int8 array (all zeros once the game is over)."""
@@ -562,33 +627,32 @@ class Engine:
         return False
 
     def _place(self, tile: int, attached: int, free_end: int) -> None:
-        if self.foot_value >= 0:  # R9: a toe on the pending foot
-            arm = len(self.arms)
-            self.arms.append(Arm(self.foot_arm, [(tile, attached)], free_end))
-            self.toes_left -= 1
-            if self.toes_left == 0:  # R10: the foot is filled; its toes are ordinary ends
-                self.foot_value = self.foot_arm = -1
-        elif self.spinner_empty > 0:  # R7: fill an empty arm of the centre double
-            arm = len(self.arms)
-            self.arms.append(Arm(-1, [(tile, attached)], free_end))
-            self.spinner_empty -= 1
-        else:  # R6: extend the oldest arm tip of that value
-            arm = self.tip_arms[attached].pop(0)
+        """Lay `tile` where `_slot` says (the decision `placement` reports) and update the ends."""
+        arm, parent = self._slot(attached)
+        arms = self.arms
+        if arm == len(arms):  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
+            arms.append(Arm(parent, [(tile, attached)], free_end))
+            if self._phase == "R7":
+                self.spinner_empty -= 1
+            else:
+                self.toes_left -= 1
+                if self.toes_left == 0:  # R10: the foot is filled; its toes are ordinary ends
+                    self.foot_value = self.foot_arm = -1
+        else:  # R6: extend an open arm tip of that value
+            self.tip_arms[attached].pop(0)
             self.open_count[attached] -= 1
             if not self.open_count[attached]:  # the last open end of that value is covered
                 self._open_attach ^= self.tables.attach_bits[attached]
-            self.arms[arm].tiles.append((tile, attached))
+            arms[arm].tiles.append((tile, attached))
             if free_end == attached:  # R9: a double starts a chicken foot
-                self.arms[arm].tip = -1
+                arms[arm].tip = -1
                 self.foot_value, self.foot_arm, self.toes_left = attached, arm, self.config.toes
                 return
-            self.arms[arm].tip = free_end
+            arms[arm].tip = free_end
         self.open_count[free_end] += 1
         if self.open_count[free_end] == 1:  # a value newly open
             self._open_attach |= self.tables.attach_bits[free_end]
-        # Kept in arm order, so the layout alone (what a snapshot holds) says which end of a
-        # value the next tile on it extends: restore then lays tiles where the original would.
-        bisect.insort(self.tip_arms[free_end], arm)
+        bisect.insort(self.tip_arms[free_end], arm)  # arm order: see `_slot`
 
     def _end_round(self) -> list[int]:
         """R12: score the hands, then deal the next round (R4) or finish the game (R13)."""
@@ -646,7 +710,7 @@ class Engine:
         other.winners = list(self.winners)
         other.history = list(self.history)
         other._hand_bits = list(self._hand_bits)
-        other._values = None
+        other._values = None if self._values is None else list(self._values)
         other.hand_counts = list(self.hand_counts)
         other.boneyard = list(self.boneyard)
         other.open_count = list(self.open_count)

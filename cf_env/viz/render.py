@@ -47,7 +47,7 @@ def move_name(engine, action: int, labels: list[str] | None = None) -> str:
 
     "play 9|4 as toe 2 of 3 on the 9|9 chicken foot", "play 9|3 on an empty spinner arm of the
     9|9 (arm C)", "play 3|5 on the 3 end of arm B.1", "draw from the boneyard (12 left)", "pass".
-    The place follows the engine (R6: the oldest open end of that value).
+    The place is the engine's `placement` (R6: the oldest open end of that value).
     """
     tables = engine.tables
     move = decode(tables, action)
@@ -55,29 +55,28 @@ def move_name(engine, action: int, labels: list[str] | None = None) -> str:
         return f"draw from the boneyard ({len(engine.boneyard)} left)"
     if move.kind == PASS:
         return "pass (keep the drawn tile)" if engine.drawn_tile >= 0 else "pass"
-    labels = arm_labels(engine) if labels is None else labels
     tile = f"{move.attached}|{move.free_end}"
     foot = "  -- chicken foot!" if tables.is_double[move.tile] else ""
-    if engine.foot_value >= 0:  # R9: a toe on the pending foot
-        done = sum(1 for arm in engine.arms if arm.parent == engine.foot_arm)
-        on = labels[engine.foot_arm] if 0 <= engine.foot_arm < len(labels) else "?"
+    try:
+        where = engine.placement(action)  # the engine's own decision (R6, R7, R9)
+    except ValueError:  # not playable now: no place to name
+        return f"play {tile} on a {move.attached}{foot}"
+    labels = arm_labels(engine) if labels is None else labels
+    if where.rule == "R9":  # a toe on the pending foot
+        on = labels[where.parent] if 0 <= where.parent < len(labels) else "?"
         value = engine.foot_value
         return (
-            f"play {tile} as toe {done + 1} of {engine.config.toes} on the {value}|{value} "
-            f"chicken foot (arm {on}.{done + 1})"
+            f"play {tile} as toe {where.toe} of {engine.config.toes} on the {value}|{value} "
+            f"chicken foot (arm {on}.{where.toe})"
         )
-    if engine.spinner_empty > 0:  # R7: an empty arm of the centre double
+    if where.rule == "R7":  # an empty arm of the centre double
         new = _spinner_label(sum(1 for arm in engine.arms if arm.parent < 0))
         return (
             f"play {tile} on an empty spinner arm of the {engine.center}|{engine.center} "
             f"(arm {new}){foot}"
         )
-    arms = getattr(engine, "tip_arms", None)
-    if arms and arms[move.attached]:
-        index = arms[move.attached][0]
-        kind = "toe" if engine.arms[index].parent >= 0 else "arm"
-        return f"play {tile} on the {move.attached} end of {kind} {labels[index]}{foot}"
-    return f"play {tile} on a {move.attached}{foot}"
+    kind = "toe" if where.parent >= 0 else "arm"  # R6: the oldest open end of that value
+    return f"play {tile} on the {move.attached} end of {kind} {labels[where.arm]}{foot}"
 
 
 def round_number(engine) -> int:
