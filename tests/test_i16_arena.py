@@ -138,7 +138,8 @@ def test_i16_an_illegal_answer_names_the_policy_and_changes_nothing(fast, answer
     assert isinstance(err.value, IllegalActionError)  # what the envs' callers catch
     # `play` raises the same before applying the answer (fast path: inside Engine.advance).
     engine = Engine(SMALL, seed=1)
-    policies[0], policies[2] = load_policy("random", SMALL, seed=1), load_policy("greedy", SMALL, seed=2)
+    policies[0] = load_policy("random", SMALL, seed=1)
+    policies[2] = load_policy("greedy", SMALL, seed=2)
     arena = Arena(engine, policies, ["random", "the cheat", "greedy"])
     with pytest.raises(IllegalPolicyActionError, match="policy 'the cheat' at seat 1"):
         arena.play()
@@ -241,3 +242,20 @@ def test_i16_single_agent_names_an_illegal_opponent_and_halts():
             env.step(int(np.flatnonzero(env.action_masks())[0]))
     with pytest.raises(IllegalActionError, match="no episode is running|an opponent's turn failed"):
         env.step(0)
+
+
+def test_i16_a_copied_arena_plays_its_own_policies():
+    import copy
+
+    engine = Engine(SMALL, seed=8)
+    arena = Arena(engine, _policies(("random", "greedy", "random"), SMALL, 8))
+    twin = copy.deepcopy(arena)
+    assert twin.engine is not engine and twin.policies[0] is not arena.policies[0]
+    twin.play()
+    assert engine.history == []  # the original did not move
+    arena.play()
+    assert twin.engine.history == engine.history  # the same RNG states, copied, played alike
+    fresh = Arena(Engine(SMALL, seed=8), _policies(("random", "greedy", "random"), SMALL, 8))
+    pickled = pickle.loads(pickle.dumps(fresh))
+    pickled.play()
+    assert pickled.engine.history == engine.history

@@ -94,6 +94,7 @@ BLOCK_DEALS = 8  # deals per work unit; fixed so that results never depend on `w
 
 PolicyItem = str | Callable[..., Policy]
 
+
 # --------------------------------------------------------------------------- seeds and lineup
 def _seed_int(seed: int, *key: int) -> int:
     """A 63-bit seed for (seed, key...), independent for every key (SeedSequence spawn keys)."""
@@ -161,23 +162,24 @@ def _play_block(job: tuple) -> list[dict]:
     policies = [_build(items[i], config, policy_seed(seed, block, j)) for j, i in enumerate(owners)]
     engine, encoder = Engine(config, seed=0), Encoder(config)
     views = [SeatView(encoder) for _ in range(n)]  # per seat, whoever sits there
+    arenas = []  # one per rotation: the policies at their seats
+    for rotation in range(n):
+        slots = rotation_seats(n, rotation)
+        seat_labels = [labels[owners[j]] for j in slots]
+        arenas.append(Arena(engine, [policies[j] for j in slots], seat_labels, views=views))
     results = []
     for deal in range(start, stop):
         engine_seed = deal_seed(seed, deal)
         games = []
-        for rotation in range(n):
-            slots = rotation_seats(n, rotation)
-            seat_policies = [policies[j] for j in slots]
-            seat_labels = [labels[owners[j]] for j in slots]
+        for rotation, arena in enumerate(arenas):
             engine.reset(engine_seed)
-            arena = Arena(engine, seat_policies, seat_labels, views=views)
             arena.reset_policies()
             arena.play()
-            game = {"slots": slots, "scores": [list(s) for s in engine.scores],
-                    "winners": list(engine.winners)}
+            game = {"slots": rotation_seats(n, rotation),
+                    "scores": [list(s) for s in engine.scores], "winners": list(engine.winners)}
             if record:  # what a game record needs beyond the deal's seed (cf_env.record)
                 game["actions"] = engine_actions(engine)
-                game["players"] = seat_labels
+                game["players"] = list(arena.labels)
             games.append(game)
         results.append({"deal": deal, "engine_seed": engine_seed, "games": games})
     return results

@@ -2,9 +2,10 @@
 confidence intervals, fractional ranks and OpenSkill ratings.
 
 The metrics (`METRICS`, described in `METRIC_DOCS`) are read from a played game's scores and
-winners (`game_values`); the intervals and ratings are computed over them. Pure Python + numpy (scipy is not a dependency): the t quantile is found by bisection on the t
-CDF, which is computed from the regularized incomplete beta function (continued fraction, as in
-Numerical Recipes §6.4). Accurate to ~1e-10, far below what a confidence interval needs.
+winners (`game_values`); the intervals and ratings are computed over them. Pure Python + numpy
+(scipy is not a dependency): the t quantile is found by bisection on the t CDF, which is computed
+from the regularized incomplete beta function (continued fraction, as in Numerical Recipes
+§6.4). Accurate to ~1e-10, far below what a confidence interval needs.
 """
 
 from __future__ import annotations
@@ -146,7 +147,9 @@ def game_values(config: ChickenFootConfig, game: dict) -> dict[str, list[float]]
     }
 
 
-def openskill_ratings(labels: list[str], owners: list[int], games: list[tuple[int, dict]]) -> list[dict]:
+def openskill_ratings(
+    labels: list[str], owners: list[int], games: list[tuple[int, dict]]
+) -> list[dict]:
     """OpenSkill Plackett-Luce ratings over every game, in deal order (deterministic).
 
     Every seat is a separate entrant ranked by its R13 rank; a policy holding several seats

@@ -81,7 +81,9 @@ class Arena:
     ):
         n = engine.config.num_players
         if len(policies) != n:
-            raise ValueError(f"the arena needs one policy (or None) per seat: {n}; got {len(policies)}")
+            raise ValueError(
+                f"the arena needs one policy (or None) per seat: {n}; got {len(policies)}"
+            )
         self.engine = engine
         self.policies = list(policies)
         self.labels = [
@@ -92,12 +94,24 @@ class Arena:
             views = [SeatView(encoder) for _ in range(n)]
         self.views = views
         self.ask_forced = bool(ask_forced)
+        self._bind()
+
+    def _bind(self) -> None:
         # Per seat: the raw fast path (for `decide`) and the checked one `Engine.advance` calls.
         self._fast = [None if p is None else legal_fast_path(p) for p in self.policies]
         self._choosers = [
             None if fast is None else self._checked_fast(seat, fast)
             for seat, fast in enumerate(self._fast)
         ]
+
+    # A copy (deepcopy, pickle) rebuilds the fast paths from its own policies: closures are not
+    # copied, and would go on drawing from the original policies' RNGs.
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fast", "_choosers")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind()
 
     def reset_policies(self) -> None:
         """Call each policy's `reset()`, if it has one (before every game, by the convention)."""

@@ -301,9 +301,10 @@ class Game:
         try:
             return self.arena.decide()
         except IllegalPolicyActionError as err:
+            who = self.who(seat)
             if err.action is None:
-                raise OpponentError(f"{self.who(seat)} returned {err.answer}, not an action id") from err
-            raise OpponentError(f"{self.who(seat)} chose illegal action {err.action}") from err
+                raise OpponentError(f"{who} returned {err.answer}, not an action id") from err
+            raise OpponentError(f"{who} chose illegal action {err.action}") from err
         except Exception as err:  # a user's policy may fail in any way; report, never trace
             raise OpponentError(f"{self.who(seat)} failed: {type(err).__name__}: {err}") from err
 
