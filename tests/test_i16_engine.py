@@ -144,3 +144,72 @@ def test_i16_placement_predicts_where_every_played_tile_lands(config):
         said = {"R9": f"(arm {label})", "R7": f"(arm {label})", "R6": f"end of {kind} {label}"}
         assert said[where.rule] in name
     assert rules == {"R6", "R7", "R9"}
+
+
+# ---------------------------------------------------------------- between rounds (R4, R12)
+def _play_to_round_end(engine: Engine, rng: np.random.Generator) -> list[int]:
+    actions = []
+    while True:
+        action = int(rng.choice(engine.legal_actions()))
+        actions.append(action)
+        if engine.step(action):
+            return actions
+
+
+def test_i16_auto_deal_off_stops_between_rounds_with_the_finished_table():
+    config = ChickenFootConfig(max_pips=6, num_players=3)
+    engine, twin = Engine(config, seed=8, auto_deal=False), Engine(config, seed=8)
+    rng = np.random.default_rng(2)
+    actions = _play_to_round_end(engine, rng)
+    for action in actions:
+        twin.step(action)
+    assert engine.between_rounds and not engine.game_over
+    assert (engine.round, engine.center) == (0, 6)  # the finished round is still on the table
+    assert len(engine.scores[0]) == 1 and engine.arms  # R12 scored; the layout kept
+    assert engine.scores == twin.scores and twin.round == 1  # auto_deal dealt round 1 at once
+    assert engine.legal_bits() == 0 and engine.legal_actions() == []
+    problem = engine.action_problem(0)
+    assert problem == "action 0: round 0 is over; call deal_next()"
+    with pytest.raises(IllegalActionError, match="call deal_next"):
+        engine.step(engine.config.draw_action)
+    with pytest.raises(ValueError, match="call deal_next"):
+        engine.snapshot()
+    with pytest.raises(ValueError, match="deal_next"):
+        engine.deal_round(list(range(config.num_tiles)))
+    assert engine.advance() == []  # nothing to decide
+    engine.deal_next()  # R4: the next double; the same RNG draw auto_deal made
+    assert not engine.between_rounds
+    assert engine.snapshot() == twin.snapshot()
+    with pytest.raises(ValueError, match="not between rounds"):
+        engine.deal_next()
+
+
+def test_i16_deal_next_takes_an_order_as_deal_round_does():
+    config = ChickenFootConfig(max_pips=6, num_players=2)
+    engine = Engine(config, seed=1, auto_deal=False)
+    _play_to_round_end(engine, np.random.default_rng(0))
+    order = list(range(config.num_tiles))[::-1]
+    with pytest.raises(ValueError, match="exactly once"):
+        engine.deal_next(order[1:])
+    assert engine.between_rounds  # unchanged by the refused deal
+    engine.deal_next(order)
+    assert engine.round == 1 and engine.deal_order == tuple(order)
+    start = int(engine.tables.double_id[engine.center])  # R5: placed by its holder
+    assert set(order[: config.hand_size]) - {start} <= set(engine.hand(0))  # R3: seat 0 first
+
+
+def test_i16_round_end_view_is_the_engine_stopped_between_rounds():
+    from cf_env.viz.record import round_end_view
+
+    engine = Engine(ChickenFootConfig(max_pips=6, num_players=2, num_rounds=2), seed=3)
+    rng = np.random.default_rng(5)
+    while True:
+        action = int(rng.choice(engine.legal_actions()))
+        view = round_end_view(engine, action)
+        finished = engine.step(action)
+        if finished:
+            break
+        assert view is None
+    assert view.between_rounds and view.round == 0 and engine.round == 1
+    assert view.scores == engine.scores and view.hand_counts != engine.hand_counts
+    assert round_end_view(engine, True) is None and round_end_view(engine, -1) is None

@@ -138,6 +138,8 @@ class Engine:
         "_values",
         "_void_bytes",
         "arms",
+        "auto_deal",
+        "between_rounds",
         "boneyard",
         "center",
         "config",
@@ -167,8 +169,14 @@ class Engine:
         "winners",
     )
 
-    def __init__(self, config: ChickenFootConfig | None = None, seed: int | None = None):
+    def __init__(
+        self, config: ChickenFootConfig | None = None, seed: int | None = None, *, auto_deal: bool = True
+    ):
         self.config = config if config is not None else ChickenFootConfig()
+        # Whether a round's end deals the next round at once (the default), or stops the engine
+        # between rounds, the finished table still laid out, until `deal_next()` (a replay
+        # showing each round's end; a driver dealing from another source of chance).
+        self.auto_deal = bool(auto_deal)
         self.tables: TileTables = tile_tables(self.config.max_pips)
         self.points = self.tables.points(self.config.double_blank_value)
         self._set_constants()
@@ -198,6 +206,7 @@ class Engine:
         self.round = 0
         self.scores: list[list[int]] = [[] for _ in range(cfg.num_players)]
         self.game_over = False
+        self.between_rounds = False
         self.winners: list[int] = []
         self.history: list[tuple[int, int, int]] = []  # (round, seat, action), whole game
         self._start_round()
@@ -219,22 +228,43 @@ class Engine:
         naming the problem, the engine unchanged."""
         if self.game_over:
             raise ValueError("deal_round: the game is over; call reset()")
+        if self.between_rounds:
+            raise ValueError(f"deal_round: round {self.round} is over; deal the next with deal_next()")
         if (self.history and self.history[-1][0] == self.round) or self._table_bytes.count(1) > 1:
             raise ValueError(
                 f"deal_round: round {self.round} has begun (a decision was made); a round can "
                 "be dealt again only before its first decision"
             )
+        tiles = self._deal_order(order, "deal_round")
+        self._start_round(tiles)
+        return self._settle([])
+
+    def deal_next(self, order: Sequence[int] | None = None) -> list[list[int]]:
+        """Deal the next round (R4) of an engine stopped between rounds (`auto_deal=False`):
+        shuffled by the RNG, as `auto_deal` would have dealt it, or from `order` as `deal_round`
+        takes it. Returns what `reset` returns (with `skip_forced`, a round that ended with no
+        decision stops the engine between rounds again). Raises `ValueError` naming the problem,
+        the engine unchanged, unless it is between rounds."""
+        if not self.between_rounds:
+            where = "the game is over" if self.game_over else f"round {self.round} is in play"
+            raise ValueError(f"deal_next: not between rounds ({where})")
+        tiles = None if order is None else self._deal_order(order, "deal_next")
+        self.between_rounds = False
+        self._next_round(tiles)
+        return self._settle([])
+
+    def _deal_order(self, order: Sequence[int], what: str) -> list[int]:
+        """`order` as a list of tile ids holding each tile once (R1), or `ValueError`."""
         count = self._num_tiles
-        tiles = _tile_ids(order, count, "deal_round: order")
+        tiles = _tile_ids(order, count, f"{what}: order")
         if sorted(tiles) != list(range(count)):
             repeated = sorted({t for t in tiles if tiles.count(t) > 1})
             missing = sorted(set(range(count)) - set(tiles))
             raise ValueError(
-                f"deal_round: order must hold each tile id 0..{count - 1} exactly once (R1); "
+                f"{what}: order must hold each tile id 0..{count - 1} exactly once (R1); "
                 f"got {len(tiles)} ids, repeated {repeated}, missing {missing}"
             )
-        self._start_round(tiles)
-        return self._settle([])
+        return tiles
 
     def set_next_draws(self, tiles: Sequence[int]) -> None:
         """Make the next draws from the boneyard take `tiles`, in this order; the boneyard's
@@ -466,7 +496,7 @@ class Engine:
         and the list are made from it, and fast-path policies take it as is (`cf_env.policies`)."""
         if self._legal is not None:
             return self._legal
-        if self.game_over:
+        if self.game_over or self.between_rounds:
             legal = 0
         elif self.drawn_tile >= 0:
             # R8: after a draw only the drawn tile may be placed; PASS ends the turn unless the
@@ -500,6 +530,8 @@ class Engine:
         action = int(action)
         if self.game_over:
             return f"action {action}: the game is over; call reset()"
+        if self.between_rounds:
+            return f"action {action}: round {self.round} is over; call deal_next()"
         legal_bits = self.legal_bits()
         if action >= 0 and legal_bits >> action & 1:
             return None
@@ -655,20 +687,27 @@ class Engine:
         bisect.insort(self.tip_arms[free_end], arm)  # arm order: see `_slot`
 
     def _end_round(self) -> list[int]:
-        """R12: score the hands, then deal the next round (R4) or finish the game (R13)."""
+        """R12: score the hands, then finish the game (R13), or deal the next round (R4), or
+        with `auto_deal` off stop between rounds (the finished table stays laid out)."""
         points = self._hands.dot(self.points).tolist()  # each seat's pips left in hand
         for seat, value in enumerate(points):
             self.scores[seat].append(value)
-        if not self._game_ends():
-            # With a target score the countdown restarts after the double-blank round.
-            self.round = (self.round + 1) % self.config.num_rounds
-            self._start_round()
-        else:
+        if self._game_ends():
             self.game_over = True
             self.drawn_tile = -1
             self.winners = self._winners()
             self._legal = None
+        elif self.auto_deal:
+            self._next_round()
+        else:
+            self.between_rounds = True
+            self._legal = 0
         return points
+
+    def _next_round(self, order: list[int] | None = None) -> None:
+        # With a target score the countdown restarts after the double-blank round.
+        self.round = (self.round + 1) % self.config.num_rounds
+        self._start_round(order)
 
     def _game_ends(self) -> bool:
         """After a round: R4's last round was played, or (variant) a total passed the target."""
@@ -836,7 +875,10 @@ class Engine:
 
     # ------------------------------------------------------------------ snapshot / restore
     def snapshot(self) -> dict:
-        """A JSON-serialisable dict from which `restore` continues exactly (keys: SNAPSHOT_KEYS+)."""
+        """A JSON-serialisable dict from which `restore` continues exactly (keys: SNAPSHOT_KEYS+).
+        A snapshot holds a round in play or a finished game: between rounds raises `ValueError`."""
+        if self.between_rounds:
+            raise ValueError(f"snapshot: round {self.round} is over; call deal_next() first")
         pairs = self.tables.pairs
 
         def tiles(ids) -> list[list[int]]:
@@ -886,6 +928,7 @@ class Engine:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
         fresh = Engine.__new__(Engine)
         fresh.config, fresh.tables, fresh.points = self.config, self.tables, self.points
+        fresh.auto_deal = self.auto_deal  # a driver option, not game state
         fresh._set_constants()
         try:
             _load(fresh, snapshot)
@@ -1103,6 +1146,7 @@ def _load(engine: Engine, snap: dict) -> None:
     if not isinstance(scores, list) or len(scores) != n:
         raise SnapshotError(f"scores must list {n} seats")
     engine.game_over = snap["game_over"]
+    engine.between_rounds = False
     if cfg.target_score is None and engine.game_over and rnd != cfg.num_rounds - 1:
         raise SnapshotError(
             f"game_over is true in round {rnd}, but a game ends after its last round "

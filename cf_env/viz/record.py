@@ -566,36 +566,21 @@ def _check_final(record: dict, engine: Engine) -> None:
         )
 
 
-class _NoDealEngine(Engine):
-    """An engine whose round end does not deal the next round (`_start_round` is the deal)."""
-
-    __slots__ = ()
-
-    def _start_round(self) -> None:
-        pass
-
-
 def round_end_view(engine: Engine, action: int) -> Engine | None:
     """If `action` ends a round after which another is dealt, a copy of the engine showing that
     round's finished table (hands, arms, this round's points) instead of the next deal; else
     None — also for the game's last round (R4's last, or with `target_score` the round in which a
     total passed it), whose table the engine itself keeps at the end of the game.
 
-    The engine deals the next round inside `step`, so the copy is stepped with its deal
-    switched off (`_NoDealEngine`), then shows its own round again.
+    The copy is stepped with `auto_deal` off, so it stops between rounds (`Engine.deal_next`).
     """
     if engine.action_problem(action) is not None:  # malformed, illegal, or the game is over
         return None
-    action = int(action)
     view = engine.clone()
-    view.__class__ = _NoDealEngine  # same slots, so the copy keeps its state
+    view.auto_deal = False
     # Whether the game ends is the engine's to say (`_end_round`): not known before the step.
-    if not view._apply(action) or view.game_over:
-        return None
-    # _end_round moved on to the next round (wrapping to 0 after the double-blank in a target
-    # game), whose deal was skipped: the view shows the round that finished.
-    view.round = engine.round
-    return view
+    view.step(int(action))
+    return view if view.between_rounds else None
 
 
 __all__ = [
