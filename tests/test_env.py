@@ -1,4 +1,9 @@
-"""The PettingZoo AEC adapter: API conformance, seeding, spaces, rewards, leaks and errors."""
+"""The PettingZoo AEC adapter: API conformance, seeding, spaces, rewards, leaks and errors.
+
+Asserted once elsewhere, not repeated here: determinism and unseeded resets
+(`test_determinism.py`), illegal and malformed actions, penalize mode, bad configs and foreign
+snapshots (`test_invalid_input.py`), rewards per mode and snapshot/restore continuation over
+random configs (`test_fuzz.py`)."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import pytest
 from pettingzoo.test import api_test, render_test, seed_test
 
 import cf_env
-from cf_env import ChickenFootConfig, IllegalActionError, chicken_foot_v1
+from cf_env import ChickenFootConfig, chicken_foot_v1
 
 CONFIGS = [
     {},
@@ -162,36 +167,6 @@ def test_observations_are_the_encoders_whenever_asked(config):
         env.step(rng.choice(np.flatnonzero(mask).tolist()))
 
 
-def test_same_seed_same_game_and_poking_global_rngs_changes_nothing():
-    def run(poke: bool) -> tuple:
-        env = cf_env.env(num_rounds=2)
-        env.reset(seed=11)
-
-        def meddle(env, agent, obs):
-            if poke:
-                random.seed(123)
-                random.random()
-                np.random.seed(456)
-                np.random.random(10)
-
-        actions = random_game(env, 11, meddle)
-        return actions, env.unwrapped.engine.scores
-
-    assert run(False) == run(True)
-
-
-def test_reset_without_seed_continues_the_seeded_sequence():
-    a, b = cf_env.raw_env(), cf_env.raw_env()
-    a.reset(seed=3)
-    b.reset(seed=3)
-    a.reset()
-    b.reset()
-    assert a.snapshot()["hands"] == b.snapshot()["hands"]
-    c = cf_env.raw_env()
-    c.reset(seed=4)
-    assert c.snapshot()["hands"] != a.snapshot()["hands"]
-
-
 def test_observation_ignores_hidden_tiles():
     """Swapping tiles between two opponents, or an opponent and the boneyard, changes nothing."""
     env = cf_env.raw_env(num_players=4)
@@ -221,60 +196,6 @@ def test_observation_ignores_hidden_tiles():
     assert not np.array_equal(full, env.state())
 
 
-def test_illegal_actions_raise_and_leave_state_unchanged():
-    env = cf_env.env()
-    env.reset(seed=5)
-    snap = json.dumps(env.unwrapped.snapshot())
-    mask = env.observe(env.agent_selection)["action_mask"]
-    illegal = int(np.flatnonzero(mask == 0)[0])
-    for bad in (illegal, -1, 10_000, 1.0, "3", None, np.float32(2), True, np.array([1])):
-        with pytest.raises(IllegalActionError) as err:
-            env.step(bad)
-        assert "legal" in str(err.value) or "int" in str(err.value)
-        assert json.dumps(env.unwrapped.snapshot()) == snap
-    legal = int(np.flatnonzero(mask)[0])
-    env.step(np.int64(legal))  # numpy integers are fine
-    mask = env.observe(env.agent_selection)["action_mask"]
-    env.step(np.array(int(np.flatnonzero(mask)[0])))  # so is SB3 predict()'s 0-d int array
-
-
-def test_penalize_mode_ends_the_game_with_a_penalty():
-    env = cf_env.env(illegal_action="penalize")
-    env.reset(seed=5)
-    offender = env.agent_selection
-    mask = env.observe(offender)["action_mask"]
-    env.step(int(np.flatnonzero(mask == 0)[0]))
-    assert all(env.terminations.values())
-    assert env.rewards[offender] == -1
-    assert all(r == 0 for a, r in env.rewards.items() if a != offender)
-
-
-@pytest.mark.parametrize("mode", ["score", "zero_sum", "win"])
-def test_rewards_per_mode(mode):
-    env = cf_env.env(reward_mode=mode, num_rounds=3, num_players=3)
-    env.reset(seed=6)
-    totals = dict.fromkeys(env.possible_agents, 0.0)
-    rng = np.random.default_rng(6)
-    for agent in env.agent_iter():
-        obs, reward, term, trunc, info = env.last()
-        totals[agent] += reward
-        if term or trunc:
-            env.step(None)
-            continue
-        env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
-    engine = env.unwrapped.engine
-    cfg = engine.config
-    pts = [sum(s) for s in engine.scores]
-    got = [totals[a] for a in env.possible_agents]
-    if mode == "score":
-        assert got == pytest.approx([-p / cfg.points_scale for p in pts])
-    elif mode == "zero_sum":
-        assert sum(got) == pytest.approx(0.0, abs=1e-9)
-        assert got == pytest.approx([((sum(pts) - p) / 2 - p) / cfg.points_scale for p in pts])
-    else:
-        assert got == [1.0 if s in engine.winners else -1.0 for s in range(3)]
-
-
 def test_max_cycles_truncates_everyone_after_that_many_cycles_of_actions():
     env = cf_env.env(max_cycles=7)  # 7 cycles of 4 players: 28 actions
     env.reset(seed=0)
@@ -298,65 +219,6 @@ def test_state_vector_holds_hidden_information():
     assert env.state_space.contains(state)
     assert state[layout["hands"]].sum() == sum(env.engine.hand_counts)
     assert state[layout["boneyard"]].sum() == len(env.engine.boneyard)
-
-
-def test_snapshot_restore_continues_exactly():
-    env = cf_env.raw_env(num_rounds=3)
-    env.reset(seed=21)
-    rng = np.random.default_rng(0)
-    for _ in range(40):
-        env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
-    snap = json.loads(json.dumps(env.snapshot()))  # JSON round trip
-    for key in cf_env.engine.SNAPSHOT_KEYS:
-        assert key in snap
-
-    def finish(e) -> list:
-        out, rng = [], np.random.default_rng(1)
-        for _agent in e.agent_iter():
-            obs, _, term, trunc, _ = e.last()
-            out.append(obs["observation"].tobytes())
-            if term or trunc:
-                e.step(None)
-                continue
-            e.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
-        return out + [e.engine.scores]
-
-    expected = finish(env)
-    other = cf_env.raw_env(num_rounds=3)
-    other.reset(seed=999)
-    other.restore(snap)
-    assert finish(other) == expected
-
-
-def test_restore_rejects_snapshots_of_another_config():
-    env = cf_env.raw_env(num_players=3)
-    env.reset(seed=0)
-    snap = env.snapshot()
-    other = cf_env.raw_env(num_players=3, spinner_arms=6)
-    other.reset(seed=0)
-    before = json.dumps(other.snapshot())
-    with pytest.raises(cf_env.SnapshotError, match="spinner_arms"):
-        other.restore(snap)
-    assert json.dumps(other.snapshot()) == before
-
-
-@pytest.mark.parametrize(
-    "kwargs, fragment",
-    [
-        ({"num_players": 9, "max_pips": 6}, "num_players"),
-        ({"hand_size": 0}, "hand_size"),
-        ({"spinner_arms": 7}, "spinner_arms"),
-        ({"max_pips": 10}, "max_pips"),
-        ({"num_rounds": 11}, "num_rounds"),
-        ({"reward_mode": "points"}, "reward_mode"),
-        ({"hand_size": 14, "num_players": 4}, "hand_size"),
-        ({"num_players": "4"}, "num_players"),
-    ],
-)
-def test_impossible_configs_name_the_field_and_valid_values(kwargs, fragment):
-    with pytest.raises(ValueError, match=fragment) as err:
-        cf_env.env(**kwargs)
-    assert any(ch.isdigit() for ch in str(err.value)) or "one of" in str(err.value)
 
 
 def test_default_hand_sizes_follow_the_rules_table():

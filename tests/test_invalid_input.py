@@ -405,13 +405,15 @@ def test_env_rejects_illegal_in_range_actions_and_changes_nothing(where):
         assert env_frozen(env) == before
 
 
-def test_env_accepts_a_sampled_action_space_action():
+def test_env_accepts_sampled_numpy_integers_and_0d_integer_arrays():
     env = env_at("start")
     agent = env.agent_selection
     mask = env.last()[0]["action_mask"]
     action = env.action_space(agent).sample(mask=mask)  # numpy int64, the gymnasium way
     assert isinstance(action, np.integer)
     env.step(action)
+    mask = env.last()[0]["action_mask"]
+    env.step(np.array(int(np.flatnonzero(mask)[0])))  # so is SB3 predict()'s 0-d int array
 
 
 def test_env_illegal_action_keeps_the_pending_round_reward():
