@@ -13,6 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+try:  # pytest.importorskip's skip, written so that the imports below may follow it
+    import yaml  # noqa: F401  (training.export and training.ppo read YAML)
+except ImportError as missing:
+    pytest.skip(f"{missing}: needs the train extra: pip install -e '.[train]'", allow_module_level=True)
+
 from cf_env import ChickenFootConfig
 from cf_env.agents.policies import load_policy
 from cf_env.envs.env import raw_env

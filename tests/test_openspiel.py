@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pyspiel = pytest.importorskip("pyspiel")
+pyspiel = pytest.importorskip("pyspiel", reason="optional extra: pip install -e '.[openspiel]'")
 
 import cf_env  # noqa: E402
 from cf_env import ChickenFootConfig, Engine  # noqa: E402

@@ -11,8 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-import yaml
+
+try:  # pytest.importorskip's skip, written so that the imports below may follow it
+    import torch
+    import yaml
+except ImportError as missing:
+    pytest.skip(f"{missing}: needs the train extra: pip install -e '.[train]'", allow_module_level=True)
 
 from cf_env import ChickenFootConfig
 from cf_env.core.engine import Engine

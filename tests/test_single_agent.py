@@ -7,7 +7,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from cf_env import ChickenFootConfig, IllegalActionError
 from cf_env.core.rewards import round_rewards
@@ -32,6 +31,10 @@ def _play(env, seed: int, episodes: int, check):
 def test_env_checkers_pass():
     # The checkers step with unmasked random actions: illegal_action="penalize" lets them.
     gym_check_env(gym.make(ENV_ID, opponents=["greedy"], illegal_action="penalize").unwrapped)
+    checker = pytest.importorskip(
+        "stable_baselines3.common.env_checker", reason="SB3's checker: the train extra"
+    )
+    sb3_check_env = checker.check_env
     sb3_check_env(ChickenFootSingleAgentEnv(opponents=["random"], illegal_action="penalize"))
     sb3_check_env(ChickenFootSingleAgentEnv(
         opponents=["greedy"], episode="game", num_rounds=2, illegal_action="penalize"))

@@ -10,7 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+
+try:  # pytest.importorskip's skip, written so that the imports below may follow it
+    import yaml
+except ImportError as missing:
+    pytest.skip(f"{missing}: needs the train extra: pip install -e '.[train]'", allow_module_level=True)
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.agents.policies import load_policy

@@ -16,7 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+
+try:  # pytest.importorskip's skip, written so that the imports below may follow it
+    import yaml
+except ImportError as missing:
+    pytest.skip(f"{missing}: needs the train extra: pip install -e '.[train]'", allow_module_level=True)
 
 from cf_env import ChickenFootConfig
 from cf_env.agents.policies import validate_policy_spec
