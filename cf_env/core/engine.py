@@ -21,6 +21,9 @@ bitset is kept up to date as tips open and close (with `open_count`), so placing
 scan over the values. The 0/1 boards (hands, table, played tiles, voids) are bytearrays that the
 engine writes entry by entry, with numpy views over them (`hands` read-only) for everyone else:
 the engine is the only writer, which keeps the representations in step.
+
+Beside it in the core: the snapshot format and its validated restore (`cf_env.core.snapshot`,
+behind `snapshot()` / `restore()`) and the layout's `Arm` (`cf_env.core.layout`).
 """
 
 from __future__ import annotations
@@ -30,62 +33,21 @@ import copy
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from itertools import compress
 from typing import NamedTuple
 
 import numpy as np
 
+from cf_env.core import snapshot as snapshot_format
 from cf_env.core.actions import actions_in, describe
 from cf_env.core.config import ChickenFootConfig
+from cf_env.core.layout import Arm
+from cf_env.core.snapshot import SNAPSHOT_KEYS, SNAPSHOT_VERSION, SNAPSHOT_VERSIONS, SnapshotError
 from cf_env.core.tiles import TileTables, tile_tables
-
-# 2: the AEC env's snapshot adds the rewards pending for its agents (`rewards`,
-# `cumulative_rewards`); a game restored without `arms` snapshots without them too. Version 1
-# snapshots (and hand-built ones without a version) restore as before.
-SNAPSHOT_VERSION = 2
-SNAPSHOT_VERSIONS = (1, 2)
-
-# Keys every snapshot holds (public contract) and the extras needed for an exact restore.
-SNAPSHOT_KEYS = (
-    "max_pips",
-    "num_players",
-    "round",
-    "num_rounds",
-    "center",
-    "current",
-    "hands",
-    "boneyard",
-    "table",
-    "open_ends",
-    "spinner_arms_empty",
-    "foot",
-    "drawn_tile",
-    "scores",
-    "game_over",
-    "winners",
-)
 
 
 class IllegalActionError(ValueError):
     """An action that is malformed or not legal now. The game state is unchanged."""
-
-
-class SnapshotError(ValueError):
-    """A snapshot that cannot be restored. The game state is unchanged."""
-
-
-@dataclass(slots=True)
-class Arm:
-    """One line of tiles: a spinner arm (parent -1) or a toe of the foot double ending arm `parent`.
-
-    `tiles` are (tile id, attached value) from the inner end outward; `tip` is the open value,
-    or -1 while the arm is empty (an empty spinner arm) or closed by a chicken-foot double (R10).
-    """
-
-    parent: int
-    tiles: list[tuple[int, int]] = field(default_factory=list)
-    tip: int = -1
 
 
 class Placement(NamedTuple):
@@ -875,69 +837,16 @@ class Engine:
 
     # ------------------------------------------------------------------ snapshot / restore
     def snapshot(self) -> dict:
-        """A JSON-serialisable dict from which `restore` continues exactly (keys: SNAPSHOT_KEYS+).
-        A snapshot holds a round in play or a finished game: between rounds raises `ValueError`."""
+        """A JSON-serialisable dict from which `restore` continues exactly (keys:
+        `SNAPSHOT_KEYS` and the extras of `cf_env.core.snapshot`). A snapshot holds a round in
+        play or a finished game: between rounds raises `ValueError`."""
         if self.between_rounds:
             raise ValueError(f"snapshot: round {self.round} is over; call deal_next() first")
-        pairs = self.tables.pairs
-
-        def tiles(ids) -> list[list[int]]:
-            return [list(pairs[t]) for t in ids]
-
-        snap = {
-            "version": SNAPSHOT_VERSION,
-            "max_pips": self.config.max_pips,
-            "num_players": self.config.num_players,
-            "round": self.round,
-            "num_rounds": self.config.num_rounds,
-            "center": self.center,
-            "current": self.current,
-            "hands": [tiles(np.flatnonzero(h)) for h in self.hands],
-            "boneyard": tiles(reversed(self.boneyard)),
-            "table": tiles(np.flatnonzero(self.on_table)),
-            "open_ends": [v for v, c in enumerate(self.open_count) for _ in range(c)],
-            "spinner_arms_empty": self.spinner_empty,
-            "foot": None
-            if self.foot_value < 0
-            else {"double": self.foot_value, "toes_left": self.toes_left},
-            "drawn_tile": None if self.drawn_tile < 0 else list(pairs[self.drawn_tile]),
-            "scores": [list(s) for s in self.scores],
-            "game_over": self.game_over,
-            "winners": list(self.winners),
-            # Extras for an exact continuation.
-            "config": self.config.to_dict(),
-            "seed": self.seed,
-            "start_seat": self.start_seat,
-            "arms": [
-                {"parent": a.parent, "tiles": [[v, self.tables.other_end(t, v)] for t, v in a.tiles]}
-                for a in self.arms
-            ],
-            "foot_arm": self.foot_arm,
-            "voids": [np.flatnonzero(v).tolist() for v in self.voids],
-            "played_by": [tiles(np.flatnonzero(p)) for p in self.played_by],
-            "history": [list(h) for h in self.history],
-            "rng": _jsonable_rng_state(self.rng.bit_generator.state),
-        }
-        if self._synthetic_arms:
-            # Restored without a layout: the arms are stand-ins that only carry the open ends,
-            # so they are left out again (restore rebuilds them from `open_ends`).
-            del snap["arms"], snap["foot_arm"]
-        return snap
+        return snapshot_format.snapshot(self)
 
     def restore(self, snapshot: dict) -> None:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
-        fresh = Engine.__new__(Engine)
-        fresh.config, fresh.tables, fresh.points = self.config, self.tables, self.points
-        fresh.auto_deal = self.auto_deal  # a driver option, not game state
-        fresh._set_constants()
-        try:
-            _load(fresh, snapshot)
-        except SnapshotError:
-            raise
-        except (KeyError, TypeError, ValueError, IndexError) as err:
-            raise SnapshotError(f"invalid snapshot: {err!r}") from err
-        for name in self.__slots__:
-            setattr(self, name, getattr(fresh, name))
+        snapshot_format.restore(self, snapshot)
 
 
 def _tile_ids(values: object, count: int, what: str) -> list[int]:
@@ -987,367 +896,14 @@ def _readonly_view(array: np.ndarray) -> np.ndarray:
     return view
 
 
-def _jsonable_rng_state(state: dict) -> dict:
-    return {k: (_jsonable_rng_state(v) if isinstance(v, dict) else v) for k, v in state.items()}
-
-
-def _load(engine: Engine, snap: dict) -> None:
-    """Fill a bare engine from a snapshot, validating every field against the rules."""
-    cfg, tables = engine.config, engine.tables
-    n, count, top = cfg.num_players, cfg.num_tiles, cfg.max_pips
-    if not isinstance(snap, dict):
-        raise SnapshotError(f"a snapshot is a dict; got {type(snap).__name__}")
-    version = snap.get("version", SNAPSHOT_VERSION)
-    if isinstance(version, bool) or version not in SNAPSHOT_VERSIONS:
-        raise SnapshotError(
-            f"snapshot version {version!r} is not one this engine reads ({SNAPSHOT_VERSIONS}); "
-            "a newer chickenfoot wrote it, or it is not a snapshot"
-        )
-    missing = [k for k in SNAPSHOT_KEYS if k not in snap]
-    if missing:
-        raise SnapshotError(f"snapshot is missing key(s) {missing}")
-    # Container types first, so that a wrong type is named rather than failing deep inside.
-    lists = ("hands", "boneyard", "table", "open_ends", "scores", "winners")
-    extras = ("arms", "voids", "played_by", "history")
-    for key in lists + tuple(k for k in extras if k in snap):
-        if not isinstance(snap[key], list):
-            raise SnapshotError(f"{key} must be a list; got {type(snap[key]).__name__}")
-    if "config" in snap and not isinstance(snap["config"], dict):
-        raise SnapshotError(f"config must be a dict of config fields; got {snap['config']!r}")
-    if not isinstance(snap["game_over"], bool):
-        raise SnapshotError(f"game_over must be true or false; got {snap['game_over']!r}")
-    for key in ("voids", "played_by"):
-        if key in snap and len(snap[key]) != n:
-            raise SnapshotError(f"{key} must list {n} seats; got {len(snap[key])}")
-    foot_arm = snap.get("foot_arm", -1)
-    if isinstance(foot_arm, bool) or not isinstance(foot_arm, int):
-        raise SnapshotError(f"foot_arm must be an int; got {foot_arm!r}")
-    if "config" in snap:
-        theirs = ChickenFootConfig.from_dict(snap["config"]).to_dict()
-        ours = cfg.to_dict()
-        diff = [k for k in ours if ours[k] != theirs[k]]
-        if diff:
-            detail = ", ".join(f"{k}: snapshot {theirs[k]!r} vs engine {ours[k]!r}" for k in diff)
-            raise SnapshotError(f"snapshot was taken under another config ({detail})")
-    for key, want in (("max_pips", top), ("num_players", n), ("num_rounds", cfg.num_rounds)):
-        if snap[key] != want:
-            raise SnapshotError(f"snapshot {key} is {snap[key]!r}; this engine has {want}")
-
-    def seat(value, what: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
-            raise SnapshotError(f"{what} must be a seat 0..{n - 1}; got {value!r}")
-        return value
-
-    def tile(pair, what: str) -> int:
-        if (
-            not isinstance(pair, (list, tuple))
-            or len(pair) != 2
-            or not all(isinstance(p, int) and not isinstance(p, bool) and 0 <= p <= top for p in pair)
-        ):
-            raise SnapshotError(f"{what}: {pair!r} is not a tile [a, b] with 0 <= a, b <= {top}")
-        return int(tables.tile_id[pair[0], pair[1]])
-
-    def value(v, what: str) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= top:
-            raise SnapshotError(f"{what} must be a pip value 0..{top}; got {v!r}")
-        return v
-
-    rnd = snap["round"]
-    if isinstance(rnd, bool) or not isinstance(rnd, int) or not 0 <= rnd < cfg.num_rounds:
-        raise SnapshotError(f"round must be 0..{cfg.num_rounds - 1}; got {rnd!r}")
-    engine.round = rnd
-    engine.center = top - rnd  # R4
-    if cfg.start_search == "lower_double":  # the variant may start with any lower double
-        center = snap["center"]
-        if isinstance(center, bool) or not isinstance(center, int) or not 0 <= center <= top - rnd:
-            raise SnapshotError(
-                f"center must be 0..{top - rnd} in round {rnd} (R4, R5 start_search "
-                f"'lower_double'); got {center!r}"
-            )
-        engine.center = center
-    elif snap["center"] != engine.center:
-        raise SnapshotError(f"center must be {engine.center} in round {rnd} (R4); got {snap['center']!r}")
-    engine.current = seat(snap["current"], "current")
-    engine.start_seat = seat(snap.get("start_seat", (engine.current - 1) % n), "start_seat")
-
-    # Every tile is in exactly one place: a hand, the boneyard or the table (R1, R3).
-    where: dict[int, str] = {}
-
-    def claim(ids: list[int], place: str) -> None:
-        for t in ids:
-            if t in where:
-                pair = list(tables.pairs[t])
-                raise SnapshotError(f"tile {pair} appears twice ({where[t]} and {place})")
-            where[t] = place
-
-    if not isinstance(snap["hands"], list) or len(snap["hands"]) != n:
-        raise SnapshotError(f"hands must list {n} hands")
-    engine._new_boards()
-    for s, hand in enumerate(snap["hands"]):
-        if not isinstance(hand, list):
-            raise SnapshotError(f"hands[{s}] must be a list of tiles; got {hand!r}")
-        ids = [tile(p, f"hands[{s}]") for p in hand]
-        claim(ids, f"hand {s}")
-        engine._hands[s, ids] = True
-    engine.hand_counts = [int(h.sum()) for h in engine._hands]
-    bone = [tile(p, "boneyard") for p in snap["boneyard"]]
-    claim(bone, "boneyard")
-    engine.boneyard = bone[::-1]
-    table = [tile(p, "table") for p in snap["table"]]
-    claim(table, "table")
-    if len(where) != count:
-        lost = [list(tables.pairs[t]) for t in range(count) if t not in where]
-        raise SnapshotError(f"tiles missing from hands, boneyard and table: {lost}")
-    engine.on_table[table] = True
-    start = int(tables.double_id[engine.center])
-    if not engine.on_table[start]:
-        raise SnapshotError(f"the start double {[engine.center] * 2} must be on the table (R5)")
-
-    # Layout: rebuilt from "arms" when given (and checked against the rules state), else
-    # one synthetic arm per open end (enough for the rules, which only need the counts).
-    engine.arms, engine.tip_arms = [], [[] for _ in range(top + 1)]
-    engine.open_count = [0] * (top + 1)
-    foot = snap["foot"]
-    if foot is not None:
-        if not isinstance(foot, dict) or not {"double", "toes_left"} <= set(foot):
-            raise SnapshotError(f"foot must be null or {{'double': d, 'toes_left': k}}; got {foot!r}")
-        toes = foot["toes_left"]
-        if isinstance(toes, bool) or not isinstance(toes, int) or not 1 <= toes <= cfg.toes:
-            raise SnapshotError(f"foot toes_left must be 1..{cfg.toes}; got {toes!r}")
-        if not engine.on_table[tables.double_id[value(foot["double"], "foot double")]]:
-            raise SnapshotError("the foot's double must be on the table")
-    engine.foot_value = -1 if foot is None else foot["double"]
-    engine.toes_left = 0 if foot is None else foot["toes_left"]
-    empty = snap["spinner_arms_empty"]
-    if isinstance(empty, bool) or not isinstance(empty, int) or not 0 <= empty <= cfg.spinner_arms:
-        raise SnapshotError(f"spinner_arms_empty must be 0..{cfg.spinner_arms}; got {empty!r}")
-    engine.spinner_empty = empty
-    open_ends = sorted(value(v, "open_ends") for v in snap["open_ends"])
-    if "arms" in snap:
-        _load_arms(engine, snap["arms"], foot_arm, start, table)
-        derived = sorted(v for v, c in enumerate(engine.open_count) for _ in range(c))
-        if derived != open_ends:
-            raise SnapshotError(f"open_ends {open_ends} disagree with the arms (which give {derived})")
-    else:
-        _check_open_ends(engine, table, open_ends)
-        engine.foot_arm = -1
-        for v in open_ends:
-            engine.tip_arms[v].append(len(engine.arms))
-            engine.arms.append(Arm(-1, [], v))
-            engine.open_count[v] += 1
-    if engine.foot_value >= 0 and engine.spinner_empty:
-        raise SnapshotError("a foot cannot be pending while spinner arms are empty (R7, R9)")
-
-    drawn = snap["drawn_tile"]
-    engine.drawn_tile = -1 if drawn is None else tile(drawn, "drawn_tile")
-    if drawn is not None and not engine._hands[engine.current, engine.drawn_tile]:
-        raise SnapshotError(f"drawn_tile {drawn} is not in the hand of seat {engine.current}")
-    scores = snap["scores"]
-    if not isinstance(scores, list) or len(scores) != n:
-        raise SnapshotError(f"scores must list {n} seats")
-    engine.game_over = snap["game_over"]
-    engine.between_rounds = False
-    if cfg.target_score is None and engine.game_over and rnd != cfg.num_rounds - 1:
-        raise SnapshotError(
-            f"game_over is true in round {rnd}, but a game ends after its last round "
-            f"{cfg.num_rounds - 1} (R4)"
-        )
-    played = rnd + 1 if engine.game_over else rnd
-    for s, rows in enumerate(scores):
-        if not isinstance(rows, list):
-            raise SnapshotError(f"scores[{s}] must list {played} finished round(s); got {rows!r}")
-        if cfg.target_score is not None:  # the countdown restarts: round = rounds played mod N+1
-            if len(rows) % cfg.num_rounds != played % cfg.num_rounds or len(rows) != len(scores[0]):
-                raise SnapshotError(
-                    f"scores[{s}] must list as many rounds as every seat, a number that is "
-                    f"{played % cfg.num_rounds} mod {cfg.num_rounds} in round {rnd}; got {rows!r}"
-                )
-        elif len(rows) != played:
-            raise SnapshotError(f"scores[{s}] must list {played} finished round(s); got {rows!r}")
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in rows):
-            raise SnapshotError(f"scores[{s}] must hold non-negative ints; got {rows!r}")
-    engine.scores = [list(rows) for rows in scores]
-    if cfg.target_score is not None:
-        _check_target(engine)
-    _check_hands(engine)
-    engine.winners = engine._winners() if engine.game_over else []
-    if sorted(snap["winners"]) != engine.winners:
-        raise SnapshotError(f"winners {snap['winners']!r} disagree with R13 ({engine.winners})")
-
-    for s, vals in enumerate(snap.get("voids", [[]] * n)):
-        engine.voids[s, [value(v, "voids") for v in vals]] = True
-    for s, pairs in enumerate(snap.get("played_by", [[]] * n)):
-        if not isinstance(pairs, list):
-            raise SnapshotError(f"played_by[{s}] must be a list of tiles; got {pairs!r}")
-        ids = [tile(p, "played_by") for p in pairs]
-        if not engine.on_table[ids].all():
-            raise SnapshotError("played_by names a tile that is not on the table")
-        if start in ids:
-            raise SnapshotError(f"played_by[{s}] names the start double, which no seat plays (R5)")
-        twice = [list(tables.pairs[t]) for t in ids if engine.played_by[:, t].any()]
-        if twice or len(set(ids)) != len(ids):
-            raise SnapshotError(f"played_by[{s}] names tile(s) {twice or pairs} another entry names too")
-        engine.played_by[s, ids] = True  # (it may leave tiles out: positions built by hand)
-    for h in snap.get("history", []):
-        if not (
-            isinstance(h, list)
-            and len(h) == 3
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in h)
-        ):
-            raise SnapshotError(f"history entries are [round, seat, action]; got {h!r}")
-    engine.history = [tuple(h) for h in snap.get("history", [])]
-    engine.deal_order = None  # a snapshot does not say how its round was shuffled
-    seed = snap.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise SnapshotError(f"seed must be null or a non-negative int; got {seed!r}")
-    engine.seed = seed
-    engine.rng = np.random.default_rng()
-    if "rng" in snap:
-        try:
-            engine.rng.bit_generator.state = snap["rng"]
-        except (TypeError, ValueError, KeyError) as err:
-            raise SnapshotError(f"rng state is not a valid {type(engine.rng.bit_generator).__name__} state") from err
-    if engine.game_over:
-        engine.drawn_tile = -1
-    engine._synthetic_arms = "arms" not in snap
-    engine._sync_hands()
-    engine._refresh_playable(recount=True)
-    engine._settle([])
-
-
-def _check_target(engine: Engine) -> None:
-    """Variant target_score: the game runs while no total passes the target, and ends in the
-    round in which one does."""
-    target, totals = engine.config.target_score, engine.totals()
-    if not engine.game_over and max(totals) > target:
-        raise SnapshotError(
-            f"totals {totals} pass target_score {target}, so the game is over; game_over is false"
-        )
-    if engine.game_over:
-        before = [t - rows[-1] for t, rows in zip(totals, engine.scores)] if engine.scores[0] else totals
-        if max(totals) <= target or max(before) > target:
-            raise SnapshotError(
-                f"game_over is true, but a game to target_score {target} ends in the round in "
-                f"which a total first passes it; totals {totals}, before the last round {before}"
-            )
-
-
-def _check_hands(engine: Engine) -> None:
-    """Hand sizes the rules can produce. A round ends as soon as a hand empties (R11). A hand
-    grows past the deal (R3) only by tiles drawn from the boneyard (R5's search, R8), so the
-    hands' excess over `hand_size` is at most the tiles that have left the boneyard.
-    (A boneyard larger than the deal leaves is accepted: scenario positions with short hands.)"""
-    cfg = engine.config
-    size = cfg.hand_size
-    if not engine.game_over:
-        empty = [s for s, c in enumerate(engine.hand_counts) if c == 0]
-        if empty:
-            raise SnapshotError(
-                f"hands{empty} empty while the round runs, but a round ends as soon as a hand "
-                "empties (R11)"
-            )
-    drawn = max(0, cfg.num_tiles - cfg.num_players * size - len(engine.boneyard))
-    excess = sum(max(0, c - size) for c in engine.hand_counts)
-    if excess > drawn:
-        raise SnapshotError(
-            f"hand sizes {engine.hand_counts} exceed the deal of {size} by {excess} tiles, but only "
-            f"{drawn} have left the boneyard (R3, R5, R8: a hand grows only by drawing)"
-        )
-
-
-def _check_open_ends(engine: Engine, table: list[int], open_ends: list[int]) -> None:
-    """Without a layout, `open_ends` must be what the table's tiles can show (necessary
-    conditions, exact for the count). Each non-double tile leaves one open end of a value it
-    carries or covers one; each other double on the table is a chicken foot (R9: the only double
-    that attaches to a value v is (v, v)) whose toes each open one end; the centre offers
-    `spinner_arms` (R7). So the open ends number (filled spinner arms) + (toes − 1) × (feet)
-    − (toes still owed), at most as many of a value as non-double table tiles carry it, and per
-    value with the parity those counts give."""
-    cfg, tables = engine.config, engine.tables
-    center, values = engine.center, cfg.max_pips + 1
-    start = int(tables.double_id[center])
-    owed = engine.toes_left if engine.foot_value >= 0 else 0
-    filled = cfg.spinner_arms - engine.spinner_empty
-    carriers, feet = [0] * values, [0] * values
-    for t in table:
-        if t == start:
-            continue
-        lo, hi = tables.pairs[t]
-        if lo == hi:
-            feet[lo] += 1
-        else:
-            carriers[lo] += 1
-            carriers[hi] += 1
-    if engine.spinner_empty and len(table) != 1 + filled:
-        raise SnapshotError(
-            f"spinner_arms_empty is {engine.spinner_empty}, so the table holds the start double "
-            f"and one tile per filled arm ({1 + filled} tiles, R7); it holds {len(table)}"
-        )
-    want = filled + (cfg.toes - 1) * sum(feet) - owed
-    counts = [open_ends.count(v) for v in range(values)]
-    bad = [
-        v
-        for v in range(values)
-        if counts[v] > carriers[v]
-        or (counts[v] - (v == center) * filled - carriers[v] - (cfg.toes - 1) * feet[v]
-            + (v == engine.foot_value) * owed) % 2
-    ]
-    if len(open_ends) != want or bad:
-        raise SnapshotError(
-            f"open_ends {open_ends} cannot arise from the table: {filled} filled spinner arm(s), "
-            f"{sum(feet)} chicken foot double(s) and {owed} toe(s) owed give {want} open ends"
-            + (f"; value(s) {bad} disagree with the tiles that carry them" if bad else "")
-        )
-
-
-def _load_arms(engine: Engine, arms: list, foot_arm: int, start: int, table: list[int]) -> None:
-    tables, cfg = engine.tables, engine.config
-    placed: set[int] = set()
-    spinner = 0
-    for index, spec in enumerate(arms):
-        if not isinstance(spec, dict) or not {"parent", "tiles"} <= set(spec):
-            raise SnapshotError(f"arm {index} must be {{'parent': p, 'tiles': [...]}}; got {spec!r}")
-        parent = spec["parent"]
-        if parent == -1:
-            spinner += 1
-            anchor = engine.center
-        elif isinstance(parent, int) and 0 <= parent < index and engine.arms[parent].tip == -1:
-            anchor = tables.pairs[engine.arms[parent].tiles[-1][0]][0]
-        else:
-            raise SnapshotError(f"arm {index}: parent {parent!r} is not an earlier closed foot arm")
-        arm = Arm(parent)
-        expected = anchor
-        for pair in spec["tiles"]:
-            if not isinstance(pair, list) or len(pair) != 2 or pair[0] != expected:
-                raise SnapshotError(f"arm {index}: tile {pair!r} does not match open end {expected}")
-            t = int(tables.tile_id[pair[0], pair[1]])
-            if t in placed or t == start:
-                raise SnapshotError(f"arm {index}: tile {pair} is placed twice")
-            placed.add(t)
-            arm.tiles.append((t, pair[0]))
-            expected = pair[1]
-        closed = bool(arm.tiles) and tables.is_double[arm.tiles[-1][0]]
-        arm.tip = -1 if closed or not arm.tiles else expected
-        engine.arms.append(arm)
-        if arm.tip >= 0:
-            engine.open_count[arm.tip] += 1
-            engine.tip_arms[arm.tip].append(index)
-    if placed | {start} != set(table):
-        raise SnapshotError("the arms do not hold exactly the table's tiles")
-    if cfg.spinner_arms - spinner != engine.spinner_empty:
-        raise SnapshotError(
-            f"spinner_arms_empty is {engine.spinner_empty} but the arms fill {spinner} of {cfg.spinner_arms}"
-        )
-    engine.foot_arm = foot_arm if engine.foot_value >= 0 else -1
-    for index, arm in enumerate(engine.arms):  # R9: every other chicken foot has all its toes
-        if arm.tiles and tables.is_double[arm.tiles[-1][0]] and index != engine.foot_arm:
-            toes = sum(1 for a in engine.arms if a.parent == index)
-            if toes != cfg.toes:
-                raise SnapshotError(
-                    f"arm {index} ends in a chicken-foot double with {toes} of {cfg.toes} toes, "
-                    f"so a foot must be pending (R9); the snapshot's foot says otherwise"
-                )
-    if engine.foot_value >= 0:
-        toes = sum(1 for a in engine.arms if a.parent == foot_arm)
-        if not (0 <= foot_arm < len(engine.arms)) or cfg.toes - toes != engine.toes_left:
-            raise SnapshotError("foot disagrees with the arms (its double or its toes left)")
+# The snapshot format's names (`cf_env.core.snapshot`) stay importable from here.
+__all__ = [
+    "SNAPSHOT_KEYS",
+    "SNAPSHOT_VERSION",
+    "SNAPSHOT_VERSIONS",
+    "Arm",
+    "Engine",
+    "IllegalActionError",
+    "Placement",
+    "SnapshotError",
+]
