@@ -259,3 +259,21 @@ def test_i16_a_copied_arena_plays_its_own_policies():
     pickled = pickle.loads(pickle.dumps(fresh))
     pickled.play()
     assert pickled.engine.history == engine.history
+
+
+def test_i16_an_engine_error_inside_a_policy_is_not_taken_for_its_answer():
+    class Broken:
+        """A fast-path policy whose own engine work fails (e.g. a search stepping a copy)."""
+
+        def act(self, observation):
+            raise AssertionError("not used")
+
+        def act_bits(self, legal):
+            Engine(SMALL, seed=0).step(10_000)  # raises IllegalActionError inside the policy
+
+    engine = Engine(SMALL, seed=0)
+    arena = Arena(engine, [Broken()] * 3)
+    with pytest.raises(IllegalActionError) as err:
+        arena.play()
+    assert not isinstance(err.value, IllegalPolicyActionError)
+    assert "action 10000 (out of range)" in str(err.value)

@@ -1,9 +1,11 @@
 """The arena: the one loop that plays policies through a game's decisions.
 
-Every driver of policies plays through `Arena`: `training.evaluate` (whole games), the
-single-agent adapter `cf_env.envs.single_agent` (the opponents' turns between the learner's) and
-the terminal game `cf_env.tools.play` (the opponents' turns, one at a time, narrated). So the
-conventions of `cf_env.agents.policies` are carried out here, once:
+Every driver of policies plays through `Arena`: `training.evaluate` and `cf_env.tools.demo`
+(whole games, `play`), the single-agent adapter `cf_env.envs.single_agent` (the opponents' turns
+between the learner's, `play(stop_seat, round_end=True)`) and the terminal game
+`cf_env.tools.play` (the opponents' moves one at a time, `decide`, so that each is narrated; a
+driver that checks the game between decisions does the same). So the conventions of
+`cf_env.agents.policies` are carried out here, once:
 
 * **Forced decisions** (exactly one legal action: most draws and passes) are applied without
   asking the policy. An arena built with `ask_forced=True` asks them too (the terminal game
@@ -12,9 +14,10 @@ conventions of `cf_env.agents.policies` are carried out here, once:
   legal bitset and no observation; its choices and the forced decisions are all made inside one
   `Engine.advance` call. Other policies get ``{"observation", "action_mask"}``, the observation
   kept current between their turns by a `SeatView` per seat.
-* **Checked answers.** Every answer is checked by the engine's rule (`Engine.action_problem`); a
-  malformed or illegal one raises `IllegalPolicyActionError` naming the policy, its seat and the
-  legal actions, before it is applied (the engine is as it was before that decision).
+* **Checked answers.** Every answer is checked by the engine, the one place that says what is
+  legal (`Engine.step` and `Engine.advance` refuse it before applying it; `decide` asks
+  `Engine.action_problem`): a malformed or illegal one raises `IllegalPolicyActionError` naming
+  the policy, its seat and the legal actions, the engine as it was before that decision.
 
 A seat whose policy is None is not the arena's to play (the learner, the human): `play` stops
 when that seat has a real choice. Exceptions a policy raises propagate unchanged.
@@ -30,6 +33,8 @@ from cf_env.agents.policies import Policy, legal_fast_path
 from cf_env.core.actions import describe
 from cf_env.core.engine import Engine, IllegalActionError
 from cf_env.core.observation import Encoder, SeatView
+
+_ASKING = object()  # a seat's kept answer while its policy is being asked
 
 
 class IllegalPolicyActionError(IllegalActionError):
@@ -97,17 +102,20 @@ class Arena:
         self._bind()
 
     def _bind(self) -> None:
-        # Per seat: the raw fast path (for `decide`) and the checked one `Engine.advance` calls.
+        # Per seat: the fast path (for `decide`), and the one `Engine.advance` calls, which keeps
+        # the seat's last answer so that an illegal one can be reported as the policy gave it.
         self._fast = [None if p is None else legal_fast_path(p) for p in self.policies]
+        self._answers: list[object] = [None] * len(self.policies)
         self._choosers = [
-            None if fast is None else self._checked_fast(seat, fast)
+            None if fast is None else _keeping_answers(fast, self._answers, seat)
             for seat, fast in enumerate(self._fast)
         ]
 
     # A copy (deepcopy, pickle) rebuilds the fast paths from its own policies: closures are not
     # copied, and would go on drawing from the original policies' RNGs.
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_fast", "_choosers")}
+        rebuilt = ("_fast", "_answers", "_choosers")
+        return {k: v for k, v in self.__dict__.items() if k not in rebuilt}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -128,13 +136,31 @@ class Arena:
             return self._play_asking(stop_seat, round_end)
         engine, policies, choosers = self.engine, self.policies, self._choosers
         done: list[list[int]] = []
+        # The engine checks every answer (`Engine.step`, `Engine.advance`): an illegal one raises
+        # before it is applied, and is reported here with the policy's name.
         while True:
-            finished = engine.advance(stop_seat, choosers)  # forced and fast-path decisions
+            try:
+                finished = engine.advance(stop_seat, choosers)  # forced and fast-path decisions
+            except IllegalActionError as err:
+                seat = engine.current
+                answer = self._answers[seat]
+                if answer is _ASKING:  # raised inside the policy: not an answer of its
+                    raise
+                raise self._illegal(seat, answer) from err
             if not finished:
                 seat = engine.current
-                if engine.game_over or seat == stop_seat or policies[seat] is None:
+                policy = policies[seat]
+                if policy is None or seat == stop_seat or engine.game_over:
                     return done
-                finished = engine.step(self._ask(seat))  # a policy that reads observations
+                # A policy that reads observations (`_ask`, inlined: this is a hot path).
+                action = policy.act({
+                    "observation": self.views[seat].observe(engine, seat),
+                    "action_mask": engine.legal_action_mask(),
+                })
+                try:
+                    finished = engine.step(action)
+                except IllegalActionError as err:
+                    raise self._illegal(seat, action) from err
             if finished:
                 done += finished
                 if round_end or engine.game_over:
@@ -178,25 +204,12 @@ class Arena:
         }
         return self._checked(seat, self.policies[seat].act(observation))
 
-    def _checked_fast(self, seat: int, fast: Callable[[int], int]) -> Callable[[int], int]:
-        checked = self._checked
-
-        def choose(legal: int) -> int:
-            action = fast(legal)
-            if type(action) is int and action >= 0 and legal >> action & 1:
-                return action  # the usual case: a legal plain int
-            return checked(seat, action)
-
-        return choose
-
     def _checked(self, seat: int, action: object) -> int:
-        """`action` as the int to step if legal now; else raises `IllegalPolicyActionError`."""
-        engine = self.engine
-        if type(action) is int and action >= 0 and engine.legal_bits() >> action & 1:
-            return action
-        if engine.action_problem(action) is None:  # a numpy integer or 0-d array that is legal
-            return int(action)
-        raise self._illegal(seat, action)
+        """`action` as the int to step if legal now (`Engine.action_problem`); else raises
+        `IllegalPolicyActionError`."""
+        if self.engine.action_problem(action) is not None:
+            raise self._illegal(seat, action)
+        return int(action)
 
     def _illegal(self, seat: int, action: object) -> IllegalPolicyActionError:
         engine, label = self.engine, self.labels[seat]
@@ -214,3 +227,15 @@ class Arena:
             answer=repr(action),
             action=int(action) if whole else None,
         )
+
+
+def _keeping_answers(fast: Callable[[int], int], answers: list, seat: int) -> Callable[[int], int]:
+    """`fast`, keeping each answer in `answers[seat]` (a closure: `Engine.advance` calls it for
+    most real choices of a game)."""
+
+    def choose(legal: int) -> int:
+        answers[seat] = _ASKING
+        answers[seat] = action = fast(legal)
+        return action
+
+    return choose
