@@ -154,7 +154,7 @@ def test_the_seed_matters():
 
 def poke_global_rngs(step: int) -> None:
     """Reseed and draw from every global RNG a user's code might touch."""
-    import torch
+    torch = pytest.importorskip("torch", reason="torch's global RNG: the train extra")
 
     random.seed(step)
     random.random()
@@ -175,7 +175,7 @@ def test_poking_global_rngs_mid_game_changes_nothing():
 
 
 def test_playing_never_consumes_the_global_rngs():
-    import torch
+    torch = pytest.importorskip("torch", reason="torch's global RNG: the train extra")
 
     random.seed(3)
     np.random.seed(3)
@@ -255,6 +255,7 @@ def test_copies_of_an_engine_are_independent_and_play_on_identically(how):
 
 def test_training_envs_are_identical_in_subprocess_and_in_process_workers():
     """The vectorised training envs play the same episodes whether they run in worker processes."""
+    pytest.importorskip("sb3_contrib", reason="SB3's vector envs: the train extra")
     from training.config import load_config
     from training.ppo import make_vec_env
 

@@ -104,6 +104,7 @@ def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
 
 
 def test_i12_15_ship_replaces_an_earlier_agent_only_when_complete(run_dir, tmp_path, monkeypatch):
+    pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
     dest = tmp_path / "shipped"
     shutil.copytree(SHIPPED, dest)
     (dest / "stale.txt").write_text("from the earlier ship")
@@ -156,6 +157,7 @@ def test_demo_plays_a_game(capsys):
 
 
 def test_ship_full_games_and_extra_lineups(run_dir, tmp_path):
+    pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
     dest = tmp_path / "shipped"
     card = ship.main([str(run_dir), str(dest), "--deals", "2", "--full-games", "heuristic",
                       "--also", f"ppo:{SHIPPED}"])
@@ -166,6 +168,7 @@ def test_ship_full_games_and_extra_lineups(run_dir, tmp_path):
 
 
 def test_ship_labels_lineups_by_the_seats_the_bot_fills(tmp_path):
+    pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
     # Two players: the agent faces one copy of each bot, and the card says so.
     run = make_run_dir(tmp_path, ROOT / "checkpoints" / "selfplay-2p-d6")
     card = ship.main([str(run), str(tmp_path / "shipped"), "--deals", "2", "--full-games", "",

@@ -125,6 +125,7 @@ def test_masks_are_legal_real_choices_and_seats_rotate():
 
 
 def test_masks_are_served_through_vec_envs():
+    pytest.importorskip("sb3_contrib", reason="SB3 and sb3-contrib: the train extra")
     from sb3_contrib.common.maskable.utils import get_action_masks
     from stable_baselines3.common.vec_env import SubprocVecEnv
 

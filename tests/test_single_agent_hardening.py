@@ -172,6 +172,7 @@ def test_i12_01_opponents_that_cannot_be_copied_are_refused_and_nothing_changes(
 
 # ============================================================================ item 2
 def test_i12_02_make_vec_env_as_written():
+    pytest.importorskip("sb3_contrib", reason="SB3 and sb3-contrib: the train extra")
     from stable_baselines3.common.env_util import make_vec_env
 
     vec = make_vec_env(ENV_ID, n_envs=2)  # SB3 asks for render_mode="rgb_array"
@@ -359,6 +360,7 @@ def test_i12_04_an_opponent_failing_mid_step_halts_the_episode():
 
 # ============================================================================ item 5
 def test_i12_05_checkers_pass_on_the_registered_defaults():
+    pytest.importorskip("sb3_contrib", reason="SB3 and sb3-contrib: the train extra")
     from gymnasium.utils.env_checker import check_env
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
@@ -404,6 +406,7 @@ def test_i12_05_typo_in_rules_on_top_of_a_config_object_and_a_bad_config_type():
 def test_i12_05_maskable_ppo_on_make_vec_env():
     """sb3-contrib reaches `action_masks` through SB3's vector envs (`env_method`, which uses
     gymnasium's `get_wrapper_attr`), so MaskablePPO trains on `make_vec_env(ENV_ID)` as is."""
+    pytest.importorskip("sb3_contrib", reason="SB3 and sb3-contrib: the train extra")
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
     from stable_baselines3.common.env_util import make_vec_env
