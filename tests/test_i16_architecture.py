@@ -79,12 +79,29 @@ def _moved_aliases(root: Path) -> dict[str, str]:
     return namespace.get("MOVED", {})
 
 
-def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int]]:
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes inside `if TYPE_CHECKING:` blocks (imports for annotations only)."""
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                inside |= {id(n) for n in ast.walk(child)}
+    return inside
+
+
+def imports_of(
+    name: str, path: Path, modules: dict[str, Path], runtime_only: bool = False
+) -> list[tuple[str, int]]:
     """(imported module, line) for every import in the file; a `from X import y` names the
-    module X.y when that is a module of the project, else X."""
+    module X.y when that is a module of the project, else X. `runtime_only` leaves out the
+    imports under `if TYPE_CHECKING:` (never executed, so they cannot make an import cycle)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    skip = _type_checking_only(tree) if runtime_only else set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out += [(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -109,15 +126,15 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[st
     return out
 
 
-def import_graph(root: Path):
-    """(modules, edges): edges[m] = {project module imported by m: first line}; and the list of
-    (module, external top-level package, line) for imports outside the project."""
+def import_graph(root: Path, runtime_only: bool = False):
+    """(modules, edges, external): edges[m] = {project module imported by m: first line}, and
+    (module, external top-level package, line) for each import outside the project."""
     modules = modules_under(root)
     aliases = _moved_aliases(root)
     edges: dict[str, dict[str, int]] = defaultdict(dict)
     external = []
     for name, path in modules.items():
-        for target, line in imports_of(name, path, modules):
+        for target, line in imports_of(name, path, modules, runtime_only):
             target = aliases.get(target, target)
             if target.split(".")[0] in PACKAGES:
                 while target not in modules and "." in target:  # a name inside a module
@@ -223,8 +240,10 @@ def find_cycles(edges: dict[str, dict[str, int]]) -> list[tuple[list[str], list[
 
 
 def cycle_violations(root: Path) -> list[str]:
-    """(d) Import cycles among the project's modules, each as a path with the import lines."""
-    _, edges, _ = import_graph(root)
+    """(d) Import cycles among the project's modules, each as a path with the import lines.
+    Imports for annotations only (`if TYPE_CHECKING:`) do not count: they never run. The
+    layer checks do count them: a type from a higher layer is a dependency all the same."""
+    _, edges, _ = import_graph(root, runtime_only=True)
     out = []
     for cycle, group in find_cycles(edges):
         path = " -> ".join(f"{a} (line {edges[a][b]})" for a, b in zip(cycle, cycle[1:]))
@@ -263,7 +282,10 @@ def test_i16_the_checker_sees_lazy_relative_and_cyclic_imports(tmp_path):
         "cf_env/__init__.py": "",
         "cf_env/core/__init__.py": "",
         "cf_env/core/engine.py": "def f():\n    import gymnasium\n    from cf_env.envs import env\n",
-        "cf_env/core/tiles.py": "import numpy, json\nfrom . import engine\n",
+        "cf_env/core/tiles.py": "import numpy, json\nfrom . import engine, config\n",
+        # tiles -> config at run time, config -> tiles for annotations only: not a cycle
+        "cf_env/core/config.py": "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from cf_env.core.tiles import T\n",
         "cf_env/envs/__init__.py": "",
         "cf_env/envs/env.py": "from cf_env.agents.bots import greedy\n",
         "cf_env/agents/__init__.py": "",
