@@ -26,6 +26,7 @@ TINY = bench.Budget(
 )
 
 
+@pytest.mark.slow
 def test_run_measures_every_loop_ppo_and_memory(capsys):
     results = bench.run(TINY, peers=False, ppo=True, configs={"tiny": TINY_CFG}, libs=False)
     figures = results["configs"]["tiny"]
@@ -39,6 +40,7 @@ def test_run_measures_every_loop_ppo_and_memory(capsys):
     assert "MaskablePPO learner steps" in out
 
 
+@pytest.mark.slow
 def test_missing_peers_are_reported_not_faked(monkeypatch, capsys):
     real = bench.available
     monkeypatch.setattr(bench, "available", lambda m: False if m in ("pygame", "pyspiel") else real(m))
@@ -120,6 +122,7 @@ def test_cli_rejects_bad_arguments(argv, capsys):
 
 
 # ------------------------------------------------------------------ other libraries' wrappers
+@pytest.mark.slow
 def test_library_rows_measure_torchrl_and_tianshou_beside_connect_four(capsys):
     for module in ("torchrl", "tianshou", "pygame"):
         pytest.importorskip(module, reason="make installs the torchrl, tianshou and bench extras")
@@ -155,6 +158,7 @@ def test_missing_libraries_and_peers_are_reported_not_faked(monkeypatch, capsys)
         assert libraries["ratios"]["tianshou: plain wrapped AEC loop / ours through tianshou"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("library", ["torchrl", "tianshou"])
 def test_library_loops_step_on_across_game_ends(library):
     pytest.importorskip(library, reason=f"optional extra: pip install -e '.[{library}]'")

@@ -138,12 +138,14 @@ def run_in_subprocess(hash_seed: str) -> list:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_same_seed_same_game_across_processes_and_hash_seeds():
     here = transcripts()
     for hash_seed in ("0", "4242"):
         assert run_in_subprocess(hash_seed) == here, f"PYTHONHASHSEED={hash_seed}"
 
 
+@pytest.mark.slow
 def test_the_seed_matters():
     # Guards the test above: a seed that were ignored would make every transcript agree.
     a = play_transcript(CONFIGS[0], seed=1, policy_seed=0, games=1)
@@ -167,6 +169,7 @@ def poke_global_rngs(step: int) -> None:
     torch.randint(0, 10, (4,))
 
 
+@pytest.mark.slow
 def test_poking_global_rngs_mid_game_changes_nothing():
     for i, config in enumerate([{"num_rounds": 3}, CONFIGS[1]]):
         quiet = play_transcript(config, seed=7 + i, policy_seed=i)
@@ -253,6 +256,7 @@ def test_copies_of_an_engine_are_independent_and_play_on_identically(how):
     assert engine.snapshot() == other.snapshot()
 
 
+@pytest.mark.slow
 def test_training_envs_are_identical_in_subprocess_and_in_process_workers():
     """The vectorised training envs play the same episodes whether they run in worker processes."""
     pytest.importorskip("sb3_contrib", reason="SB3's vector envs: the train extra")

@@ -119,6 +119,7 @@ def test_lineup_and_rotation_helpers():
         lineup(1, 4)
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_json_whatever_the_workers():
     one = evaluate(["greedy", "random"], SMALL, deals=20, seed=3, workers=1)
     two = evaluate(["greedy", "random"], SMALL, deals=20, seed=3, workers=2)
@@ -169,6 +170,7 @@ def test_single_round_mode_plays_one_round_per_game(tmp_path):
 
 
 # --------------------------------------------------------------------------- strength
+@pytest.mark.slow
 def test_bots_are_ordered_random_greedy_heuristic():
     cfg = ChickenFootConfig(num_players=4)
     mixed = evaluate(["heuristic", "greedy", "random"], cfg, deals=300, seed=0, single_round=True)
@@ -181,6 +183,7 @@ def test_bots_are_ordered_random_greedy_heuristic():
         assert diff["rank"]["ci_high"] < 0, (pair, diff)
 
 
+@pytest.mark.slow
 def test_ismcts_with_a_small_budget_beats_random():
     cfg = ChickenFootConfig(num_players=4)
     result = evaluate(["ismcts:10", "random"], cfg, deals=16, seed=0, single_round=True)
@@ -204,6 +207,7 @@ def test_zero_d_integer_arrays_are_accepted_as_actions():
     assert as_array["policies"][0]["round_score"] == as_int["policies"][0]["round_score"]
 
 
+@pytest.mark.slow
 def test_illegal_action_in_a_worker_process_names_the_spec():
     # The spec form `module:factory`; the error crosses the process boundary intact.
     with pytest.raises(IllegalPolicyActionError, match="policy 'test_evaluate:always_pass'"):
@@ -232,6 +236,7 @@ def test_t_intervals():
     assert fractional_ranks([(10,), (3,), (10,), (0,)]) == [3.5, 2.0, 3.5, 1.0]
 
 
+@pytest.mark.slow
 def test_cli_writes_json_markdown_and_png(tmp_path, capsys):
     out = tmp_path / "res" / "eval.json"
     main(["--agent", "greedy", "--opponents", "random", "--players", "3", "--max-pips", "6",
@@ -300,6 +305,7 @@ def test_i12_15_evaluate_illegal_policy_action_is_one_error_line_exit_1(tmp_path
     assert not (tmp_path / "eval.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["x.md", "x.png", "x.json", "x", "X.JSON"])
 def test_i12_16_out_names_three_files_and_never_overwrites_the_json(given, tmp_path, capsys):
     main([*SMALL_CLI, "--agent", "greedy", "--opponents", "random", "--seed", "2",

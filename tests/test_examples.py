@@ -64,6 +64,7 @@ def test_pettingzoo_example_runs_as_a_script():
     assert re.search(r"^1 games, \d+ decisions$", done.stdout, re.M), done.stdout
 
 
+@pytest.mark.slow
 def test_sb3_maskable_ppo_trains_and_evaluates_with_masks():
     pytest.importorskip("sb3_contrib", reason="needs the train extra")
     # illegal_action="raise" in the example: one unmasked action would fail the run.
@@ -73,6 +74,7 @@ def test_sb3_maskable_ppo_trains_and_evaluates_with_masks():
     assert all(np.isfinite(out["rewards"]))
 
 
+@pytest.mark.slow
 def test_torchrl_rollout_samples_only_legal_actions_and_pays_zero_sum():
     pytest.importorskip("torchrl", reason="optional extra: pip install -e '.[torchrl]'")
     out = load("torchrl_rollout").main(["--steps", "300", "--rounds", "1"])
@@ -95,6 +97,7 @@ def torch_close(values, target: float) -> bool:
     return bool((values - target).abs().max() < 1e-5)
 
 
+@pytest.mark.slow
 def test_tianshou_collector_collects_legal_zero_sum_games():
     pytest.importorskip("tianshou", reason="optional extra: pip install -e '.[tianshou]'")
     out = load("tianshou_random").main(["--steps", "300", "--rounds", "1"])

@@ -64,6 +64,7 @@ def _bare_zip(smoke_run: Path, folder: Path) -> Path:
 
 
 # ------------------------------------------------------------------------------ exporting
+@pytest.mark.slow
 def test_export_of_a_run_acts_like_the_run(smoke_run, observations, tmp_path):
     source = ckpt.load_ppo_policy(smoke_run)
     out = ex.main([str(smoke_run), str(tmp_path / "out")])
@@ -83,6 +84,7 @@ def test_export_of_a_run_acts_like_the_run(smoke_run, observations, tmp_path):
         ex.export(smoke_run, out)
 
 
+@pytest.mark.slow
 def test_export_of_a_zip_with_allow_pickle_acts_like_the_torch_model(
     smoke_run, observations, tmp_path
 ):
@@ -100,6 +102,7 @@ def test_export_of_a_zip_with_allow_pickle_acts_like_the_torch_model(
     assert "--allow-pickle" in ckpt.read_card(out)["exported"]["from"]
 
 
+@pytest.mark.slow
 def test_zip_without_allow_pickle_is_refused_saying_why(smoke_run, tmp_path, capsys):
     bare = _bare_zip(smoke_run, tmp_path / "download")
     with pytest.raises(ckpt.PickleRefusedError, match="--allow-pickle.*arbitrary code"):
@@ -121,6 +124,7 @@ def test_zip_without_allow_pickle_is_refused_saying_why(smoke_run, tmp_path, cap
     ckpt.load_ppo_policy(ex.export(folder, tmp_path / "fixed", allow_pickle=True))
 
 
+@pytest.mark.slow
 def test_bare_zip_needs_an_env_config(smoke_run, tmp_path):
     bare = _bare_zip(smoke_run, tmp_path / "download")
     with pytest.raises(ValueError, match="--config-json .*--set"):
@@ -131,6 +135,7 @@ def test_bare_zip_needs_an_env_config(smoke_run, tmp_path):
 
 
 # ------------------------------------------------------------------------------ mismatches
+@pytest.mark.slow
 @pytest.mark.parametrize(("setting", "field"), [("num_players=3", "num_players"),
                                                 ("must_play_drawn=true", "must_play_drawn")])
 def test_export_with_a_mismatched_config_names_the_field(smoke_run, tmp_path, setting, field):
@@ -139,12 +144,14 @@ def test_export_with_a_mismatched_config_names_the_field(smoke_run, tmp_path, se
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_zip_for_another_game_names_the_size(smoke_run, tmp_path):
     bare = _bare_zip(smoke_run, tmp_path / "download")
     with pytest.raises(ckpt.CheckpointMismatchError, match="observation_size: zip"):
         ex.export(bare, tmp_path / "out", allow_pickle=True, config={"max_pips": 6})
 
 
+@pytest.mark.slow
 def test_exported_checkpoint_in_another_env_names_the_field(smoke_run, tmp_path):
     out = ex.export(smoke_run, tmp_path / "out")
     with pytest.raises(ckpt.CheckpointMismatchError, match="hand_size: checkpoint 7 vs env 5"):
@@ -186,6 +193,7 @@ NPZ_CORRUPTIONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(NPZ_CORRUPTIONS))
 def test_corrupted_policy_npz_is_a_clear_error(smoke_run, tmp_path, name):
     folder = tmp_path / "ckpt"
@@ -226,6 +234,7 @@ CARD_CORRUPTIONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CARD_CORRUPTIONS))
 def test_corrupted_card_is_a_clear_error(smoke_run, tmp_path, name):
     folder = tmp_path / "ckpt"
@@ -237,6 +246,7 @@ def test_corrupted_card_is_a_clear_error(smoke_run, tmp_path, name):
     assert "card.json" in str(info.value)
 
 
+@pytest.mark.slow
 def test_exported_policy_is_checked_against_its_recorded_digest(smoke_run, tmp_path):
     out = ex.export(smoke_run, tmp_path / "out")
     # Same arrays, one weight nudged: a valid npz that is not the one the card describes.
@@ -245,6 +255,7 @@ def test_exported_policy_is_checked_against_its_recorded_digest(smoke_run, tmp_p
         ckpt.load_ppo_policy(out)
 
 
+@pytest.mark.slow
 def test_corrupted_pointer_is_a_clear_error(smoke_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(smoke_run / "checkpoints", run / "checkpoints")
@@ -284,6 +295,7 @@ SYMLINKED = {  # what is replaced by a symlink out of the folder; the export's s
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SYMLINKED))
 def test_i12_10_export_does_not_follow_symlinks_out_of_the_source(smoke_run, tmp_path, capsys,
                                                                   name):
@@ -312,6 +324,7 @@ def test_i12_10_export_does_not_follow_symlinks_out_of_the_source(smoke_run, tmp
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_symlinks_inside_the_source_are_still_followed(smoke_run, tmp_path):
     folder = tmp_path / "ckpt"
     shutil.copytree(ckpt.resolve_checkpoint(smoke_run), folder)
@@ -321,6 +334,7 @@ def test_symlinks_inside_the_source_are_still_followed(smoke_run, tmp_path):
     assert (out / "card.md").read_text() == "# notes\n" and not (out / "card.md").is_symlink()
 
 
+@pytest.mark.slow
 def test_i12_09_export_refuses_deeply_nested_run_json_with_one_error_line(smoke_run, tmp_path,
                                                                            capsys):
     run = tmp_path / "run"

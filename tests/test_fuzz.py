@@ -180,6 +180,7 @@ seeds = st.integers(0, 2**32 - 1)
 
 
 # ---------------------------------------------------------------------------- properties
+@pytest.mark.slow
 @pytest.mark.parametrize("max_pips", SUPPORTED_SETS)
 @settings(FUZZ, max_examples=12)
 @given(data=st.data(), seed=seeds, policy_seed=seeds)
@@ -292,6 +293,7 @@ def test_snapshot_json_restore_continues_identically(cfg, seed, policy_seed, cut
     lockstep(original, restored, policy, Encoder(cfg))
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=40)
 @given(cfg=configs(), seed=seeds, policy_seed=seeds)
 def test_seat_view_equals_a_fresh_observation_every_call(cfg, seed, policy_seed):
@@ -356,6 +358,7 @@ def test_snapshot_restore_snapshot_is_a_fixed_point(cfg, seed, policy_seed, step
     assert json.dumps(other.snapshot(), sort_keys=True) == text
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=25)
 @given(
     cfg=configs(round_cap=2),

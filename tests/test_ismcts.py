@@ -250,6 +250,7 @@ def _frequencies(draw, samples: int) -> collections.Counter:
     return counts
 
 
+@pytest.mark.slow
 def test_i14_sampler_is_uniform_over_consistent_deals_by_exact_enumeration():
     """Double-6, three opponents (hands 2, 2, 1) and a boneyard of 2 from 7 unseen tiles, two
     opponents with voids: 114 consistent deals (hands and boneyard order). 40,000 samples with a
@@ -404,6 +405,7 @@ def test_i14_time_budget_runs_iterations_until_the_cpu_time_is_spent():
     assert policy.last_iterations >= 1
 
 
+@pytest.mark.slow
 def test_i14_evaluate_cli_plays_the_new_specs(tmp_path, capsys):
     out = tmp_path / "eval.json"
     evaluate_main(["--agent", f"guided:{CKPT}:4", "--opponents", "heuristic,ismcts:ms=2",
@@ -414,6 +416,7 @@ def test_i14_evaluate_cli_plays_the_new_specs(tmp_path, capsys):
     assert labels == [f"guided:{CKPT}:4", "heuristic", "ismcts:ms=2"]
 
 
+@pytest.mark.slow
 def test_i14_evaluation_results_are_identical_for_any_workers():
     specs = [f"guided:{CKPT}:4", "ismcts:6", "heuristic"]
     one = evaluate(specs, D9, deals=16, seed=3, workers=1, single_round=True)

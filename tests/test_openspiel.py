@@ -149,6 +149,7 @@ def test_i15_invalid_parameters_raise_clear_errors():
 
 
 # ---------------------------------------------------------------- OpenSpiel's own checks
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fields, sims",
     [(DEFAULT, 1), (TWO_D6, 2), (SIX_ARMS, 1)] + [(v, 1) for v in VARIANTS],
@@ -239,6 +240,7 @@ def lockstep(fields: dict, seed: int, policy_rng: np.random.Generator) -> int:
     return decisions
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fields",
     [{"num_rounds": 3}, {**TWO_D6, "num_rounds": 4}, {**SIX_ARMS, "num_rounds": 2}] + VARIANTS,
@@ -329,6 +331,7 @@ def test_i15_returns_are_r13_zero_sum():
 
 
 # ---------------------------------------------------------------- resample_from_infostate
+@pytest.mark.slow
 @pytest.mark.parametrize("fields", [DEFAULT, TWO_D6] + VARIANTS[:3], ids=[
     "default", "2p-double6", "draw-until-playable", "all-draw", "lower-double"])
 def test_i15_resample_keeps_the_infostate_and_reads_nothing_else(fields):
@@ -404,6 +407,7 @@ def test_i15_clone_and_serialize_round_trip_and_illegal_actions_raise():
 
 
 # ---------------------------------------------------------------- bots
+@pytest.mark.slow
 def test_i15_openspiel_ismcts_bot_plays_full_games():
     from open_spiel.python.algorithms import ismcts, mcts
 

@@ -127,6 +127,7 @@ def test_bad_options_exit_with_code_2(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_image_and_record_options(tmp_path):
     image = tmp_path / "table.png"
     record = tmp_path / "game.json"

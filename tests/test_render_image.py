@@ -92,6 +92,7 @@ def test_image_changes_when_a_tile_is_played():
     assert not np.array_equal(before[:, :table], after[:, :table])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config",
     [

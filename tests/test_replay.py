@@ -156,6 +156,7 @@ def test_records_that_do_not_replay_are_refused():
         replay_engine(dict(good, actions=actions[:-5]))
 
 
+@pytest.mark.slow
 def test_replay_cli_writes_a_gif_and_pngs(tmp_path, capsys):
     engine = random_game(SMALL.replace(num_rounds=2), seed=4)
     path = tmp_path / "game.json"
@@ -329,6 +330,7 @@ def test_i12_17_replay_out_with_an_unknown_suffix_is_an_error(tmp_path, capsys):
     assert sorted((tmp_path / "frames.v2").glob("turn_*.png"))
 
 
+@pytest.mark.slow
 def test_i12_17_replay_frames_name_players_and_reveal_hands(tmp_path):
     engine = random_game(SMALL.replace(num_rounds=2), seed=6)
     names = ["alice", "ppo:runs/long/checkpoints/step_1000", "bob"]

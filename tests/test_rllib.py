@@ -117,6 +117,7 @@ def _fake_rllib_module(sizes, activation):
     return module, lambda x: head(encoder(x))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 def test_export_plays_the_same_logits_with_numpy_only(tmp_path, activation):
     torch = pytest.importorskip("torch")

@@ -106,6 +106,7 @@ def test_i13_forced_decisions_are_never_recorded():
     assert (roll.mask.sum(axis=1) >= 2).all()
 
 
+@pytest.mark.slow
 def test_i13_win_bonus_keeps_rewards_zero_sum():
     collector = make_collector(games=2, pool_share=0.0, win_bonus=1.0)
     roll = collector.collect(*small_nets(ChickenFootConfig()), steps=60)
@@ -166,6 +167,7 @@ def test_i13_privileged_input_reaches_the_critic_never_the_actor():
 
 
 # ------------------------------------------------------------------------------ masking
+@pytest.mark.slow
 def test_i13_masked_sampling_never_picks_an_illegal_action():
     generator = torch.Generator().manual_seed(0)
     rng = np.random.default_rng(0)
@@ -195,6 +197,7 @@ def selfplay_run(tmp_path_factory) -> Path:
     return run(tmp_path_factory.mktemp("runs"), "sp")
 
 
+@pytest.mark.slow
 def test_i13_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
     config = yaml.safe_load((selfplay_run / "config.yaml").read_text())
     assert config["algo"] == "selfplay"
@@ -225,6 +228,7 @@ def test_i13_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
     assert tuple(state["actor"]["0.weight"].shape) == (16, card["observation_size"])
 
 
+@pytest.mark.slow
 def test_i13_export_of_a_selfplay_run_is_weights_only(selfplay_run, tmp_path):
     from training import export
 
@@ -234,6 +238,7 @@ def test_i13_export_of_a_selfplay_run_is_weights_only(selfplay_run, tmp_path):
         ckpt.resolve_checkpoint(selfplay_run))["policy_sha256"]
 
 
+@pytest.mark.slow
 def test_i13_resume_continues_the_step_count_and_the_pool(selfplay_run, tmp_path):
     copy = tmp_path / "sp"
     shutil.copytree(selfplay_run, copy)
@@ -257,6 +262,7 @@ def test_i13_resume_continues_the_step_count_and_the_pool(selfplay_run, tmp_path
         ppo.main(["--resume", str(copy), "--set", "total_steps=1024", "--set", "algo=maskable_ppo"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sets", [[], ["selfplay.workers=2", "selfplay.overlap=true"]],
                          ids=["in-process", "two-workers-overlap"])
 def test_i13_a_tiny_run_is_deterministic(tmp_path, sets):

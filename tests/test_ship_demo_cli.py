@@ -103,6 +103,7 @@ def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # nothing made or removed
 
 
+@pytest.mark.slow
 def test_i12_15_ship_replaces_an_earlier_agent_only_when_complete(run_dir, tmp_path, monkeypatch):
     pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
     dest = tmp_path / "shipped"

@@ -28,6 +28,7 @@ def _play(env, seed: int, episodes: int, check):
             obs, info = env.reset()
 
 
+@pytest.mark.slow
 def test_env_checkers_pass():
     # The checkers step with unmasked random actions: illegal_action="penalize" lets them.
     gym_check_env(gym.make(ENV_ID, opponents=["greedy"], illegal_action="penalize").unwrapped)
@@ -124,6 +125,7 @@ def test_masks_are_legal_real_choices_and_seats_rotate():
     assert seats == {0, 1, 2, 3}
 
 
+@pytest.mark.slow
 def test_masks_are_served_through_vec_envs():
     pytest.importorskip("sb3_contrib", reason="SB3 and sb3-contrib: the train extra")
     from sb3_contrib.common.maskable.utils import get_action_masks

@@ -171,6 +171,7 @@ def test_i12_01_opponents_that_cannot_be_copied_are_refused_and_nothing_changes(
 
 
 # ============================================================================ item 2
+@pytest.mark.slow
 def test_i12_02_make_vec_env_as_written():
     pytest.importorskip("sb3_contrib", reason="SB3 and sb3-contrib: the train extra")
     from stable_baselines3.common.env_util import make_vec_env
@@ -189,6 +190,7 @@ def test_i12_02_make_vec_env_as_written():
         vec.close()
 
 
+@pytest.mark.slow
 def test_i12_02_rgb_array_is_the_learners_view_with_a_fixed_size():
     env = gym.make(ENV_ID, opponents=["greedy"], render_mode="rgb_array", num_rounds=2)
     raw = env.unwrapped
@@ -403,6 +405,7 @@ def test_i12_05_typo_in_rules_on_top_of_a_config_object_and_a_bad_config_type():
         ChickenFootSingleAgentEnv(config="max_pips=6")
 
 
+@pytest.mark.slow
 def test_i12_05_maskable_ppo_on_make_vec_env():
     """sb3-contrib reaches `action_masks` through SB3's vector envs (`env_method`, which uses
     gymnasium's `get_wrapper_attr`), so MaskablePPO trains on `make_vec_env(ENV_ID)` as is."""

@@ -66,6 +66,7 @@ def test_bad_config_names_the_problem(override, message):
 
 
 # ------------------------------------------------------------------------------ smoke run
+@pytest.mark.slow
 def test_smoke_run_writes_a_run_directory(smoke_run):
     config = yaml.safe_load((smoke_run / "config.yaml").read_text())
     assert config["total_steps"] == 512 and config["run_name"] == "smoke"
@@ -88,6 +89,7 @@ def test_smoke_run_writes_a_run_directory(smoke_run):
     assert snapshots == [f"step_{s:09d}" for s in (128, 256, 384, 512)]
 
 
+@pytest.mark.slow
 def test_checkpoint_plays_legal_games_as_a_policy_spec(smoke_run):
     config = ChickenFootConfig(num_rounds=2)  # fewer rounds than trained: the obs is padded
     policy = load_policy(f"ppo:{smoke_run}", config, seed=0)
@@ -106,6 +108,7 @@ def test_checkpoint_plays_legal_games_as_a_policy_spec(smoke_run):
     assert moves > 20
 
 
+@pytest.mark.slow
 def test_numpy_policy_matches_the_torch_policy(smoke_run):
     import torch
     from sb3_contrib import MaskablePPO
@@ -139,6 +142,7 @@ def test_numpy_policy_matches_the_torch_policy(smoke_run):
     assert checked > 50
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_latest_checkpoint(smoke_run, tmp_path):
     import shutil
 
@@ -173,6 +177,7 @@ def test_ctrl_c_writes_a_checkpoint(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------ compatibility
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -190,6 +195,7 @@ def test_mismatched_config_fails_naming_the_field(smoke_run, change, field):
         load_policy(f"ppo:{smoke_run}", config)
 
 
+@pytest.mark.slow
 def test_mismatched_observation_version_fails(smoke_run, tmp_path):
     import shutil
 
@@ -215,6 +221,7 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path):
 
 
 # ------------------------------------------------------------------------------ atomic saves
+@pytest.mark.slow
 def test_interrupted_save_keeps_the_previous_checkpoint(smoke_run, tmp_path, monkeypatch):
     import shutil
 
@@ -245,6 +252,7 @@ def test_interrupted_save_keeps_the_previous_checkpoint(smoke_run, tmp_path, mon
     assert ckpt.resolve_checkpoint(folder) == saved and saved.name == "step_000010000"
 
 
+@pytest.mark.slow
 def test_write_checkpoint_never_overwrites(smoke_run):
     latest = ckpt.resolve_checkpoint(smoke_run)
     with pytest.raises(FileExistsError, match="never overwritten"):
@@ -252,6 +260,7 @@ def test_write_checkpoint_never_overwrites(smoke_run):
 
 
 # ------------------------------------------------------------------------------ opponents
+@pytest.mark.slow
 def test_opponent_pool_samples_by_weight_and_keeps_recent_snapshots(smoke_run):
     config = ChickenFootConfig()
     snaps = sorted(str(p) for p in (smoke_run / "snapshots").iterdir())

@@ -102,6 +102,7 @@ def resumed(base_run, tmp_path_factory):
 
 
 # ------------------------------------------------------------------------------ item 12
+@pytest.mark.slow
 def test_i12_12_resume_trains_with_the_changed_hyperparameters(resumed):
     run, seen, _ = resumed
     assert seen, "the resumed session made no PPO update"
@@ -116,6 +117,7 @@ def test_i12_12_resume_trains_with_the_changed_hyperparameters(resumed):
         assert card["train_config"]["ppo"][key] == pytest.approx(value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("override", "field"),
     [
@@ -141,6 +143,7 @@ def test_i12_12_resume_refuses_fixed_fields_and_changes_no_file(base_run, tmp_pa
     assert files_of(run) == before
 
 
+@pytest.mark.slow
 def test_i12_12_failed_resume_changes_no_file(base_run, tmp_path):
     """Problems found after the overrides parse (a bad spec, a bad range) leave the run as it was."""
     run = tmp_path / "base"
@@ -156,6 +159,7 @@ def test_i12_12_failed_resume_changes_no_file(base_run, tmp_path):
     assert files_of(run) == before
 
 
+@pytest.mark.slow
 def test_i12_12_a_saved_value_the_checks_now_refuse_can_be_corrected_on_resume(base_run,
                                                                               tmp_path):
     run = tmp_path / "base"
@@ -271,6 +275,7 @@ def test_i12_13_failed_evaluations_make_the_command_exit_1(tmp_path, monkeypatch
 
 
 # ------------------------------------------------------------------------------ item 14
+@pytest.mark.slow
 def test_i12_14_a_new_run_says_where_it_is_and_sums_up(base_run):
     run, err = base_run
     assert f"starting run {run} at step 0 of 128" in err
@@ -280,6 +285,7 @@ def test_i12_14_a_new_run_says_where_it_is_and_sums_up(base_run):
     assert f"checkpoint: {run / 'checkpoints' / 'step_000000128'}" in err
 
 
+@pytest.mark.slow
 def test_i12_14_resume_reports_the_run_not_the_session(resumed):
     run, _, err = resumed
     assert f"resuming run {run} at step 128 of 256" in err
@@ -291,6 +297,7 @@ def test_i12_14_resume_reports_the_run_not_the_session(resumed):
     assert "last evaluation, step 256:" in err
 
 
+@pytest.mark.slow
 def test_i12_14_resuming_a_complete_run_says_so_and_changes_nothing(resumed, tmp_path):
     run = tmp_path / "base"
     shutil.copytree(resumed[0], run)
