@@ -26,6 +26,7 @@ import subprocess
 import sys
 import textwrap
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,6 +127,7 @@ def imports_of(
     return out
 
 
+@cache  # each test walks the same tree; parse it once
 def import_graph(root: Path, runtime_only: bool = False):
     """(modules, edges, external): edges[m] = {project module imported by m: first line}, and
     (module, external top-level package, line) for each import outside the project."""
