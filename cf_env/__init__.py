@@ -4,18 +4,23 @@
     env = cf_env.env(num_players=4)          # raw_env wrapped like PettingZoo classic envs
     env.reset(seed=0)
 
-The subpackages are the layers, each importing only from those listed before it:
+The subpackages are the layers, lowest first; each imports only from its own layer and those
+listed before it (`tests/test_i16_architecture.py` checks this and that no imports form a cycle):
 
 - `core`: the rules (`config`), the id contracts (`tiles`, `actions`), the `engine` (the only code
-  that changes game state), the `observation` encoder and decoder, `rewards`, and `deals` (deals
-  consistent with what a player saw). numpy only.
+  that changes game state) with its `layout` types and `snapshot` format, the `observation`
+  encoder and decoder, `rewards`, and `deals` (deals consistent with what a player saw). numpy
+  and the standard library only.
+- `agents`: the policy protocol and spec table (`policies`), baseline `bots`, `ismcts` search,
+  the weights-only checkpoint reader (`checkpoint`) and `arena`, the one loop that plays
+  policies through a game.
+- `viz`: text (`render`) and pictures (`render_image` over `image_geometry`, `image_paint`,
+  `image_panel`), game records (`record`) and `replay`.
 - `envs`: adapters to other APIs: the PettingZoo AEC env (`env`; `chicken_foot_v1` its versioned
   entry point, `chicken_foot_v0` the deprecated first version), the Gymnasium learner's view
   (`single_agent`) and the OpenSpiel game (`openspiel_game`).
-- `agents`: the policy protocol and spec registry (`policies`), baseline `bots`, and `ismcts`.
-- `viz`: text and pictures (`render`, `render_image`), game records and replays.
-- `tools`: command-line programs: `play`, `demo`, `soak`, `bench`, `search_bench`,
-  `openspiel_bots`.
+- `tools`: command-line programs: `play`, `demo`, `soak` (with `reference`, the independent rules
+  model it and the tests check the engine against), `bench`, `search_bench`, `openspiel_bots`.
 
 Adapters import gymnasium/pettingzoo, so this package imports them only when used:
 `import cf_env.core.engine` needs numpy alone. The old flat paths (`cf_env.engine`,

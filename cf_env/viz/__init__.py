@@ -1,1 +1,1 @@
-"""viz"""
+"""Text and pictures of the table, game records and replays."""
