@@ -42,7 +42,9 @@ def test_i16_action_problem_names_an_illegal_action_and_lists_the_legal_ones():
     assert engine.snapshot() == before
 
 
-@pytest.mark.parametrize("bad", [True, np.bool_(False), 1.0, "3", None, np.array([3]), np.array(2.0)])
+@pytest.mark.parametrize(
+    "bad", [True, np.bool_(False), 1.0, "3", None, np.array([3]), np.array(2.0)]
+)
 def test_i16_action_problem_refuses_malformed_actions(bad):
     engine = Engine(ChickenFootConfig(), seed=3)
     problem = engine.action_problem(bad)
@@ -89,7 +91,13 @@ def test_i16_placement_r6_extends_the_oldest_open_end_of_the_value():
     arms = [(-1, [(9, 1), (1, 3)]), (-1, [(9, 3)]), (-1, [(9, 2)]), (-1, [(9, 4)])]
     engine = build(hands=[[(3, 5), (0, 5)], [(3, 6), (0, 6)], [(0, 1)], [(0, 2)]], arms=arms)
     first = engine.placement(_action(engine, 3, 5))
-    assert (first.rule, first.arm, first.parent, first.new_arm, first.leaves_open) == ("R6", 0, -1, False, 5)
+    assert (first.rule, first.arm, first.parent, first.new_arm, first.leaves_open) == (
+        "R6",
+        0,
+        -1,
+        False,
+        5,
+    )
     play(engine, "3|5@3")
     assert engine.arms[0].tip == 5 and engine.arms[0].tiles[-1][0] == first.tile
     second = engine.placement(_action(engine, 3, 6))  # the other 3 end: arm 1 now
@@ -97,13 +105,22 @@ def test_i16_placement_r6_extends_the_oldest_open_end_of_the_value():
 
 
 def test_i16_placement_r6_double_closes_its_arm_and_r9_toes_grow_from_it():
-    engine = build(hands=[[(4, 4), (0, 5)], [(4, 6), (0, 6)], [(4, 7), (0, 7)], [(0, 1)]], arms=CROSS)
+    engine = build(
+        hands=[[(4, 4), (0, 5)], [(4, 6), (0, 6)], [(4, 7), (0, 7)], [(0, 1)]], arms=CROSS
+    )
     double = engine.placement(_action(engine, 4, 4))
     assert (double.rule, double.arm, double.leaves_open) == ("R6", 3, -1)  # R9: a foot starts
     play(engine, "4|4@4")
     assert (engine.foot_value, engine.foot_arm, engine.toes_left) == (4, 3, 3)
     toe = engine.placement(_action(engine, 4, 6))
-    assert (toe.rule, toe.arm, toe.parent, toe.new_arm, toe.toe, toe.leaves_open) == ("R9", 4, 3, True, 1, 6)
+    assert (toe.rule, toe.arm, toe.parent, toe.new_arm, toe.toe, toe.leaves_open) == (
+        "R9",
+        4,
+        3,
+        True,
+        1,
+        6,
+    )
     play(engine, "4|6@4")
     assert engine.arms[4].parent == 3
     assert engine.placement(_action(engine, 4, 7)).toe == 2
@@ -114,7 +131,8 @@ def test_i16_placement_r6_double_closes_its_arm_and_r9_toes_grow_from_it():
 
 
 @pytest.mark.parametrize(
-    "config", [ChickenFootConfig(), ChickenFootConfig(max_pips=6, num_players=2, spinner_arms=6, toes=2)]
+    "config",
+    [ChickenFootConfig(), ChickenFootConfig(max_pips=6, num_players=2, spinner_arms=6, toes=2)],
 )
 def test_i16_placement_predicts_where_every_played_tile_lands(config):
     from cf_env.viz.render import arm_labels, move_name
@@ -177,6 +195,8 @@ def test_i16_auto_deal_off_stops_between_rounds_with_the_finished_table():
     with pytest.raises(ValueError, match="deal_next"):
         engine.deal_round(list(range(config.num_tiles)))
     assert engine.advance() == []  # nothing to decide
+    with pytest.raises(ValueError, match="no round is in play"):
+        engine.placement(0)
     engine.deal_next()  # R4: the next double; the same RNG draw auto_deal made
     assert not engine.between_rounds
     assert engine.snapshot() == twin.snapshot()
