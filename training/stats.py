@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import r13_key
 
 METRICS = ("win_rate", "round_score", "game_total", "rank")
 METRIC_DOCS = {
@@ -122,16 +123,8 @@ def fractional_ranks(keys: Sequence) -> list[float]:
 
 
 def seat_keys(config: ChickenFootConfig, scores: list[list[int]]) -> list[tuple]:
-    """Sort keys per seat in R13 order (lower is better)."""
-    keys = []
-    for rows in scores:
-        total = sum(rows)
-        if config.tie_break == "r13":
-            nonzero = min((s for s in rows if s), default=math.inf)
-            keys.append((total, -rows.count(0), nonzero))
-        else:
-            keys.append((total,))
-    return keys
+    """Sort keys per seat in R13 order (lower is better): the engine's own standing."""
+    return [r13_key(rows, config.tie_break) for rows in scores]
 
 
 def game_values(config: ChickenFootConfig, game: dict) -> dict[str, list[float]]:

@@ -691,18 +691,10 @@ class Engine:
         return max(map(sum, self.scores)) > target
 
     def _winners(self) -> list[int]:
-        """R13: lowest total; then most zero rounds; then lowest non-zero round; else shared."""
-        totals = [sum(s) for s in self.scores]
-        tied = [seat for seat, t in enumerate(totals) if t == min(totals)]
-        if self.config.tie_break == "r13":
-            keys = (
-                lambda seat: -self.scores[seat].count(0),
-                lambda seat: min((s for s in self.scores[seat] if s), default=math.inf),
-            )
-            for key in keys:
-                best = min(key(seat) for seat in tied)
-                tied = [seat for seat in tied if key(seat) == best]
-        return tied
+        """R13: the seats whose standing (`r13_key`) is best; more than one share the win."""
+        keys = [r13_key(rounds, self.config.tie_break) for rounds in self.scores]
+        best = min(keys)
+        return [seat for seat, key in enumerate(keys) if key == best]
 
     # ------------------------------------------------------------------ queries
     @property
@@ -859,6 +851,15 @@ class Engine:
     def restore(self, snapshot: dict) -> None:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
         snapshot_format.restore(self, snapshot)
+
+
+def r13_key(rounds: Sequence[int], tie_break: str = "r13") -> tuple:
+    """R13: one seat's standing from its round points, lower is better: the total; then, with
+    `tie_break="r13"`, more zero rounds; then the lowest non-zero round. Equal keys share."""
+    total = sum(rounds)
+    if tie_break != "r13":
+        return (total,)
+    return (total, -list(rounds).count(0), min((s for s in rounds if s), default=math.inf))
 
 
 def _tile_ids(values: object, count: int, what: str) -> list[int]:
