@@ -16,6 +16,7 @@ from cf_env.agents.bots import GreedyPolicy, HeuristicPolicy
 from cf_env.agents.ismcts import ISMCTSPolicy
 from cf_env.agents.policies import load_policy, policy_names, register_policy
 from cf_env.core.actions import encode_play
+from cf_env.core.config import split_options
 from cf_env.core.observation import Encoder, ObservationDecoder
 from cf_env.core.tiles import tile_tables
 
@@ -35,9 +36,10 @@ def observe(engine: Engine, encoder: Encoder) -> dict:
     }
 
 
-def playout(config: ChickenFootConfig, policies: list, seed: int, check=None) -> list[int]:
+def playout(config: ChickenFootConfig, policies: list, seed: int, check=None,
+            skip_forced: bool = False) -> list[int]:
     """Play a whole game, seat s using policies[s % len]; every action must be legal."""
-    engine, encoder = Engine(config, seed=seed), Encoder(config)
+    engine, encoder = Engine(config, seed=seed, skip_forced=skip_forced), Encoder(config)
     taken = []
     while not engine.game_over:
         obs = observe(engine, encoder)
@@ -62,10 +64,10 @@ OPEN_0123 = [(-1, [(9, 0)]), (-1, [(9, 1)]), (-1, [(9, 2)]), (-1, [(9, 3)])]
 # --------------------------------------------------------------------------- legality, determinism
 @pytest.mark.parametrize("fields", PLAYOUT_CONFIGS)
 def test_heuristic_and_greedy_only_play_legal_actions(fields):
-    cfg = ChickenFootConfig(**fields)
+    cfg, options = split_options(fields)  # (skip_forced: the engine, not the bots)
     for seed in range(3):
         playout(cfg, [HeuristicPolicy(cfg, seed), load_policy("random", cfg, seed),
-                      GreedyPolicy(cfg, seed)], seed)
+                      GreedyPolicy(cfg, seed)], seed, skip_forced=options.skip_forced)
 
 
 @pytest.mark.parametrize("fields", [PLAYOUT_CONFIGS[1], PLAYOUT_CONFIGS[3]])
@@ -89,7 +91,7 @@ def test_bots_are_deterministic_given_their_seed(spec):
 # --------------------------------------------------------------------------- observation decoding
 @pytest.mark.parametrize("fields", PLAYOUT_CONFIGS)
 def test_decoder_recovers_what_the_player_knows(fields):
-    cfg = ChickenFootConfig(**fields)
+    cfg, options = split_options(fields)
     decoder, n = ObservationDecoder(cfg), cfg.num_players
 
     def check(engine: Engine, obs: dict) -> None:
@@ -110,7 +112,8 @@ def test_decoder_recovers_what_the_player_knows(fields):
         assert (st.round, st.center) == (engine.round, engine.center)
         assert st.totals.tolist() == [engine.totals()[s] for s in order]
 
-    playout(cfg, [load_policy("random", cfg, 0)], seed=4, check=check)
+    playout(cfg, [load_policy("random", cfg, 0)], seed=4, check=check,
+            skip_forced=options.skip_forced)
 
 
 # --------------------------------------------------------------------------- scripted choices
@@ -257,10 +260,11 @@ def test_mask_only_fast_path_makes_the_same_choices_as_act(spec, fields):
     use: two bots with one seed, one asked each way at every decision (forced ones included, so
     single-action draws of the RNG are compared too), choose identically over whole games, and
     their RNGs end in the same state."""
-    config = ChickenFootConfig(**fields)
+    config, options = split_options(fields)
     for game in range(3):
         by_obs, by_legal = (load_policy(spec, config, seed=100 + game) for _ in range(2))
-        engine, encoder = Engine(config, seed=game), Encoder(config)
+        engine = Engine(config, seed=game, skip_forced=options.skip_forced)
+        encoder = Encoder(config)
         decisions = ties = 0
         while not engine.game_over:
             legal = engine.legal_actions()

@@ -29,6 +29,7 @@ import pytest
 
 import cf_env
 from cf_env import ChickenFootConfig, Engine
+from cf_env.core.config import split_options
 
 CONFIGS = [
     {},  # the defaults: double-9, 4 players, 10 rounds
@@ -102,7 +103,8 @@ def play_transcript(
 
 def engine_transcript(config: dict, seed: int, policy_seed: int) -> dict:
     """The same for the bare engine (no env): every position's snapshot digest."""
-    engine = Engine(ChickenFootConfig(**config), seed=seed)
+    rules, options = split_options(config)
+    engine = Engine(rules, seed=seed, skip_forced=options.skip_forced)
     policy = np.random.default_rng(policy_seed)
     positions = []
     while not engine.game_over:

@@ -287,8 +287,8 @@ def test_rewards_of_rounds_finished_inside_reset_reach_last():
     """skip_forced can play a whole tiny game inside reset (found by test_fuzz): the rewards of
     the rounds it finishes are handed out by last(), as after any step (R12 round points)."""
     cfg = ChickenFootConfig(max_pips=6, num_players=2, hand_size=2, num_rounds=1,
-                            double_blank_value=0, reward_mode="score", skip_forced=True)
-    env = cf_env.env(**cfg.to_dict())
+                            double_blank_value=0)
+    env = cf_env.env(**cfg.to_dict(), reward_mode="score", skip_forced=True)
     env.reset(seed=182)
     raw = env.unwrapped
     assert raw.engine.game_over  # the scenario: nothing left to decide after reset

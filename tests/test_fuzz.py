@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 
 import cf_env
 from cf_env import ChickenFootConfig, Engine
-from cf_env.core.config import SUPPORTED_SETS, default_hand_size, max_players
+from cf_env.core.config import SUPPORTED_SETS, DriverOptions, default_hand_size, max_players
 from cf_env.core.observation import Encoder, SeatView
 from cf_env.tools import reference
 from cf_env.tools.reference import RefRound, pairs_of
@@ -94,8 +94,7 @@ def compare(ref: RefRound, view: dict) -> None:
 
 def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
     """A random legal game, checked against `RefRound` after every step."""
-    assert not cfg.skip_forced  # the reference must see every decision
-    engine = Engine(cfg, seed=seed)
+    engine = Engine(cfg, seed=seed)  # (no skip_forced: the reference must see every decision)
     deals = np.random.default_rng(seed)  # R3: each round deals the next permutation of it
     policy = np.random.default_rng(policy_seed)
     rounds_seen, ref = 0, None
@@ -171,9 +170,15 @@ def configs(draw, max_pips=None, round_cap=None) -> ChickenFootConfig:
         must_play_drawn=draw(st.booleans()),
         double_blank_value=draw(st.sampled_from((0, 25, 50, 100, 7))),
         tie_break=draw(st.sampled_from(("r13", "none"))),
-        reward_mode=draw(st.sampled_from(("score", "zero_sum", "win"))),
-        skip_forced=draw(st.booleans()),
     )
+
+
+# The driver options: not rules (issue 16), drawn beside a config where a test runs them.
+driver_options = st.builds(
+    DriverOptions,
+    reward_mode=st.sampled_from(("score", "zero_sum", "win")),
+    skip_forced=st.booleans(),
+)
 
 
 seeds = st.integers(0, 2**32 - 1)
@@ -185,7 +190,7 @@ seeds = st.integers(0, 2**32 - 1)
 @settings(FUZZ, max_examples=12)
 @given(data=st.data(), seed=seeds, policy_seed=seeds)
 def test_random_playout_matches_reference_rules(max_pips, data, seed, policy_seed):
-    cfg = data.draw(configs(max_pips=max_pips)).replace(skip_forced=False)
+    cfg = data.draw(configs(max_pips=max_pips))
     play_checked(cfg, seed, policy_seed)
 
 
@@ -212,8 +217,8 @@ def forced_prefix(engine: Engine) -> None:
 @settings(FUZZ, max_examples=40)
 @given(cfg=configs(), seed=seeds, policy_seed=seeds)
 def test_skip_forced_plays_the_same_game_without_asking_forced_decisions(cfg, seed, policy_seed):
-    skip = Engine(cfg.replace(skip_forced=True), seed=seed)
-    full = Engine(cfg.replace(skip_forced=False), seed=seed)
+    skip = Engine(cfg, seed=seed, skip_forced=True)
+    full = Engine(cfg, seed=seed)
     policy = np.random.default_rng(policy_seed)
     forced_prefix(full)
     for _ in range(100_000):
@@ -253,7 +258,7 @@ def play_to(engine: Engine, policy: np.random.Generator, steps: int) -> None:
 
 def restored_copy(engine: Engine, seed: int) -> Engine:
     """A fresh engine (another game) restored from `engine`'s snapshot via JSON text."""
-    other = Engine(engine.config, seed=seed)
+    other = Engine(engine.config, seed=seed, skip_forced=engine.skip_forced)
     other.restore(json.loads(json.dumps(engine.snapshot())))
     return other
 
@@ -279,9 +284,9 @@ def lockstep(a: Engine, b: Engine, policy: np.random.Generator, encoder: Encoder
 
 
 @settings(FUZZ, max_examples=40)
-@given(cfg=configs(), seed=seeds, policy_seed=seeds, cut=st.floats(0, 1))
-def test_snapshot_json_restore_continues_identically(cfg, seed, policy_seed, cut):
-    original = Engine(cfg, seed=seed)
+@given(cfg=configs(), opts=driver_options, seed=seeds, policy_seed=seeds, cut=st.floats(0, 1))
+def test_snapshot_json_restore_continues_identically(cfg, opts, seed, policy_seed, cut):
+    original = Engine(cfg, seed=seed, skip_forced=opts.skip_forced)
     # Play to a random point of the game (a clone measures its length first).
     probe = original.clone()
     play_to(probe, np.random.default_rng(policy_seed), 1_000_000)
@@ -295,12 +300,12 @@ def test_snapshot_json_restore_continues_identically(cfg, seed, policy_seed, cut
 
 @pytest.mark.slow
 @settings(FUZZ, max_examples=40)
-@given(cfg=configs(), seed=seeds, policy_seed=seeds)
-def test_seat_view_equals_a_fresh_observation_every_call(cfg, seed, policy_seed):
+@given(cfg=configs(), opts=driver_options, seed=seeds, policy_seed=seeds)
+def test_seat_view_equals_a_fresh_observation_every_call(cfg, opts, seed, policy_seed):
     """The incrementally kept observation (`SeatView`) is `Encoder.observe`, call after call:
     across rounds, games, seat changes, restores (also of another game into the same engine)
     and clones, with one view per seat and one view that hops between seats."""
-    engine, encoder = Engine(cfg, seed=seed), Encoder(cfg)
+    engine, encoder = Engine(cfg, seed=seed, skip_forced=opts.skip_forced), Encoder(cfg)
     n = cfg.num_players
     views, hopping = [SeatView(encoder) for _ in range(n)], SeatView(encoder)
     policy = np.random.default_rng(policy_seed)
@@ -347,13 +352,14 @@ def test_restored_game_lays_tiles_where_the_original_does(players):
 
 
 @settings(FUZZ, max_examples=30)
-@given(cfg=configs(round_cap=2), seed=seeds, policy_seed=seeds, steps=st.integers(0, 2000))
-def test_snapshot_restore_snapshot_is_a_fixed_point(cfg, seed, policy_seed, steps):
+@given(cfg=configs(round_cap=2), opts=driver_options, seed=seeds, policy_seed=seeds,
+       steps=st.integers(0, 2000))
+def test_snapshot_restore_snapshot_is_a_fixed_point(cfg, opts, seed, policy_seed, steps):
     """restore(snapshot(x)) snapshots to exactly snapshot(x): state can be hashed and compared."""
-    engine = Engine(cfg, seed=seed)
+    engine = Engine(cfg, seed=seed, skip_forced=opts.skip_forced)
     play_to(engine, np.random.default_rng(policy_seed), steps)
     text = json.dumps(engine.snapshot(), sort_keys=True)
-    other = Engine(cfg, seed=seed + 1)
+    other = Engine(cfg, seed=seed + 1, skip_forced=opts.skip_forced)
     other.restore(json.loads(text))
     assert json.dumps(other.snapshot(), sort_keys=True) == text
 
@@ -362,12 +368,13 @@ def test_snapshot_restore_snapshot_is_a_fixed_point(cfg, seed, policy_seed, step
 @settings(FUZZ, max_examples=25)
 @given(
     cfg=configs(round_cap=2),
+    opts=driver_options,
     seed=seeds,
     policy_seed=seeds,
     steps=st.integers(0, 400),
 )
-def test_env_snapshot_restore_continues_identically(cfg, seed, policy_seed, steps):
-    kwargs = cfg.to_dict()
+def test_env_snapshot_restore_continues_identically(cfg, opts, seed, policy_seed, steps):
+    kwargs = {**cfg.to_dict(), **opts.to_dict()}
     first, second = cf_env.env(**kwargs), cf_env.env(**kwargs)
     first.reset(seed=seed)
     second.reset(seed=seed + 1)
@@ -405,10 +412,10 @@ def test_env_snapshot_restore_continues_identically(cfg, seed, policy_seed, step
 
 
 @settings(FUZZ, max_examples=30)
-@given(cfg=configs(round_cap=3), seed=seeds, policy_seed=seeds)
-def test_env_rewards_follow_round_points(cfg, seed, policy_seed):
+@given(cfg=configs(round_cap=3), opts=driver_options, seed=seeds, policy_seed=seeds)
+def test_env_rewards_follow_round_points(cfg, opts, seed, policy_seed):
     """Rewards are the documented function of the engine's round points and winners."""
-    env = cf_env.env(**cfg.to_dict())
+    env = cf_env.env(**cfg.to_dict(), **opts.to_dict())
     env.reset(seed=seed)
     raw = env.unwrapped
     policy = np.random.default_rng(policy_seed)
@@ -423,11 +430,11 @@ def test_env_rewards_follow_round_points(cfg, seed, policy_seed):
             continue
         rounds_before = len(raw.engine.scores[0])
         env.step(int(policy.choice(np.flatnonzero(obs["action_mask"]))))
-        if len(raw.engine.scores[0]) > rounds_before and cfg.reward_mode == "zero_sum":
+        if len(raw.engine.scores[0]) > rounds_before and opts.reward_mode == "zero_sum":
             assert abs(sum(raw.rewards.values())) < 1e-9
     scores = raw.engine.scores
     over = reference.game_over
     assert over(cfg, scores) and not over(cfg, [s[:-1] for s in scores])
-    expected = reference.game_returns(cfg, scores)  # the documented rewards, with R13's winners
+    expected = reference.game_returns(cfg, opts.reward_mode, scores)  # the documented rewards, with R13's winners
     for agent, want in zip(env.possible_agents, expected):
         assert totals[agent] == pytest.approx(want, abs=1e-9)

@@ -52,13 +52,14 @@ def transcript(name: str) -> str:
     env = cf_env.env(**config)
     env.reset(seed=seed)
     engine = env.unwrapped.engine
+    fields = {**engine.config.to_dict(), **env.unwrapped.options.to_dict()}  # rules, then options
     tables = tile_tables(engine.config.max_pips)
     rng = np.random.default_rng(seed)
     digest = hashlib.sha256()
     out = [
         f"# Golden game {name!r}: cf_env.env(**{config!r}), reset(seed={seed}); every decision",
         "# uniform over the mask from numpy default_rng(seed). Regenerate: python -m tests.test_golden --regen",
-        "config " + " ".join(f"{k}={v}" for k, v in engine.config.to_dict().items()),
+        "config " + " ".join(f"{k}={v}" for k, v in fields.items()),
     ]
 
     def forced(entries) -> None:  # actions the env took itself (skip_forced)

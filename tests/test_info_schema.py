@@ -441,7 +441,7 @@ def test_i15_v0_keeps_its_old_single_agent_infos(v0):
         warnings.simplefilter("ignore", DeprecationWarning)
         env = gym.make("cf_env/ChickenFoot-v0", opponents=["greedy"])
     assert isinstance(env.unwrapped, v0.ChickenFootSingleAgentEnvV0)
-    assert env.unwrapped.config.illegal_action == "penalize"  # make_env's defaults
+    assert env.unwrapped.options.illegal_action == "penalize"  # make_env's defaults
     _, info = env.reset(seed=0)
     assert set(info) == {"learner_seat", "round"}
     rng = np.random.default_rng(0)

@@ -25,6 +25,7 @@ import pytest
 
 import cf_env
 from cf_env import ChickenFootConfig, Engine, IllegalActionError, SnapshotError
+from cf_env.core.config import OPTION_FIELDS, DriverOptions, split_options
 from cf_env.core.engine import SNAPSHOT_KEYS
 
 
@@ -109,14 +110,18 @@ def _config_id(case) -> str:
 
 @pytest.mark.parametrize("fields, field, valid", BAD_CONFIGS, ids=map(_config_id, BAD_CONFIGS))
 def test_bad_config_names_the_field_and_what_is_valid(fields, field, valid):
+    # The driver options (reward_mode, skip_forced, illegal_action) are DriverOptions' fields,
+    # checked with the same messages wherever the flat keywords go (issue 16).
+    kind = DriverOptions if field in OPTION_FIELDS else ChickenFootConfig
     builders = {
-        "ChickenFootConfig": lambda: ChickenFootConfig(**fields),
+        kind.__name__: lambda: kind(**fields),
         "from_dict": lambda: ChickenFootConfig.from_dict(fields),
+        "split_options": lambda: split_options(fields),
         "env": lambda: cf_env.env(**fields),
         "raw_env": lambda: cf_env.raw_env(**fields),
     }
     if set(fields) == {field}:  # (replace keeps the base's other fields; see the test below)
-        builders["replace"] = lambda: ChickenFootConfig().replace(**fields)
+        builders["replace"] = lambda: kind().replace(**fields)
     for name, build in builders.items():
         with pytest.raises(ValueError) as err:
             build()
@@ -350,9 +355,9 @@ def test_any_action_after_the_game_ended_raises(action):
 # ============================================================================ env actions
 def env_at(where: str, **overrides):
     """An AEC env whose engine sits in the same position as `state(where)`."""
-    cfg = CFG.replace(**overrides)  # reward/illegal-action modes do not change the game
+    cfg, options = split_options(overrides, CFG)  # driver options do not change the game
     engine = state(where, cfg)
-    env = cf_env.env(**cfg.to_dict())
+    env = cf_env.env(**cfg.to_dict(), **options.to_dict())
     env.reset(seed=0)
     env.unwrapped.restore(engine.snapshot())
     return env

@@ -17,6 +17,7 @@ import pytest
 from cf_env import ChickenFootConfig, Engine
 from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, split_guided
 from cf_env.agents.policies import load_policy, spec_checkpoint, validate_policy_spec
+from cf_env.core.config import split_options
 from cf_env.core.deals import DealSampler
 from cf_env.core.engine import Arm
 from cf_env.core.observation import Encoder, ObservationDecoder
@@ -43,10 +44,10 @@ CONFIGS = [
 ]
 
 
-def decisions(config: ChickenFootConfig, seed: int, share: float = 0.3):
+def decisions(config: ChickenFootConfig, seed: int, share: float = 0.3, skip_forced: bool = False):
     """(engine, observation) at a share of the real choices of a seeded game (random and greedy
     seats: random play draws and passes often, so voids and drawn tiles are common)."""
-    engine, encoder = Engine(config, seed=seed), Encoder(config)
+    engine, encoder = Engine(config, seed=seed, skip_forced=skip_forced), Encoder(config)
     rng = np.random.default_rng(seed)
     players = [load_policy("random" if s % 2 else "greedy", config, seed + s)
                for s in range(config.num_players)]
@@ -128,10 +129,10 @@ def test_i14_redeal_keeps_every_restore_invariant_and_the_public_view(fields):
     """Real positions from seeded playouts, their hidden tiles re-dealt at random: `restore`
     accepts the snapshot (every rules invariant), the soak's position checks hold, and nothing
     public changes (each seat's observation is the same)."""
-    cfg = ChickenFootConfig(**fields)
+    cfg, options = split_options(fields)
     rng, encoder = np.random.default_rng(7), Encoder(cfg)
     checked = 0
-    for engine, _ in decisions(cfg, seed=3):
+    for engine, _ in decisions(cfg, seed=3, skip_forced=options.skip_forced):
         seat = engine.current
         twin = engine.clone()
         hands, boneyard = hidden_shuffle(engine, seat, rng)
@@ -191,11 +192,11 @@ def test_i14_redeal_keeps_a_drawn_tile_with_the_seat_that_drew_it():
 # --------------------------------------------------------------------------- determinizations
 @pytest.mark.parametrize("fields", CONFIGS)
 def test_i14_determinizations_satisfy_restore_and_never_move_a_seen_tile(fields):
-    cfg = ChickenFootConfig(**fields)
+    cfg, options = split_options(fields)
     policy, decoder = ISMCTSPolicy(cfg, seed=0, iterations=1), ObservationDecoder(cfg)
     tables, n = tile_tables(cfg.max_pips), cfg.num_players
     checked = 0
-    for engine, obs in decisions(cfg, seed=5):
+    for engine, obs in decisions(cfg, seed=5, skip_forced=options.skip_forced):
         seat = engine.current
         order = [(seat + k) % n for k in range(n)]
         state = decoder.decode(obs["observation"])
@@ -323,10 +324,10 @@ def test_i14_sampler_relaxes_voids_that_admit_no_deal():
 def test_i14_search_never_reads_hidden_information(spec, fields):
     """The hidden tiles of the real engine swapped between the opponents and the boneyard (the
     acting seat's view unchanged): the same decision for the same seed, at every position."""
-    cfg = ChickenFootConfig(**fields)
+    cfg, options = split_options(fields)
     encoder, rng = Encoder(cfg), np.random.default_rng(1)
     compared = 0
-    for engine, obs in decisions(cfg, seed=8, share=0.4):
+    for engine, obs in decisions(cfg, seed=8, share=0.4, skip_forced=options.skip_forced):
         seat = engine.current
         twin = engine.clone()
         hands, boneyard = hidden_shuffle(engine, seat, rng)

@@ -126,7 +126,7 @@ def test_i12_22_round_end_view_when_the_target_is_passed_mid_countdown():
     """The round that ends a target game gets no view (the engine keeps its table): the old view
     came back with `round - 1`, a round that never ended there."""
     config = ChickenFootConfig(max_pips=6, num_players=3, target_score=250, start_search="lower_double")
-    replay = Engine(config.replace(skip_forced=False), seed=0)
+    replay = Engine(config, seed=0)
     actions = record_from_engine(random_game(config, 0))["actions"]
     for action in actions[:-1]:
         replay.step(action)

@@ -34,8 +34,8 @@ from cf_env.viz.replay import main as replay_main
 SMALL = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=3)
 
 
-def random_game(config: ChickenFootConfig, seed: int) -> Engine:
-    engine = Engine(config, seed=seed)
+def random_game(config: ChickenFootConfig, seed: int, skip_forced: bool = False) -> Engine:
+    engine = Engine(config, seed=seed, skip_forced=skip_forced)
     rng = np.random.default_rng(seed + 1)
     while not engine.game_over:
         engine.step(int(rng.choice(engine.legal_actions())))
@@ -57,8 +57,7 @@ def test_record_round_trip_replays_to_the_same_result(tmp_path):
 
 
 def test_skip_forced_games_replay_from_the_engine_history():
-    config = SMALL.replace(skip_forced=True)
-    engine = random_game(config, seed=3)
+    engine = random_game(SMALL, seed=3, skip_forced=True)
     record = record_from_engine(engine, seed=3)
     # The engine took forced actions itself; the record lists them all.
     assert len(record["actions"]) == len(engine.history)

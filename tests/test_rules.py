@@ -295,8 +295,7 @@ def test_r13_tie_breaks(earlier, last, tie_break, winners):
 
 # ---------------------------------------------------------------- skip_forced
 def test_skip_forced_never_asks_a_decision_with_one_legal_action():
-    cfg = ChickenFootConfig(skip_forced=True)
-    engine = Engine(cfg, seed=3)
+    engine = Engine(ChickenFootConfig(), seed=3, skip_forced=True)
     rng = np.random.default_rng(3)
     decisions = 0
     while not engine.game_over:
@@ -308,7 +307,7 @@ def test_skip_forced_never_asks_a_decision_with_one_legal_action():
 
 
 def test_skip_forced_plays_the_same_game_as_taking_forced_actions_by_hand():
-    plain, skip = Engine(ChickenFootConfig(), seed=9), Engine(ChickenFootConfig(skip_forced=True), seed=9)
+    plain, skip = Engine(ChickenFootConfig(), seed=9), Engine(ChickenFootConfig(), seed=9, skip_forced=True)
     rng = np.random.default_rng(9)
     while not plain.game_over:
         legal = plain.legal_actions()

@@ -72,7 +72,7 @@ def test_round_episode_reward_is_the_learners_zero_sum():
         # The round that just ended is the last one scored.
         points = [engine.scores[s][-1] for s in range(cfg.num_players)]
         assert info["round_points"] == points[env.learner]
-        expected = round_rewards(cfg, points)
+        expected = round_rewards(cfg, "zero_sum", points)
         assert returns["sum"] == pytest.approx(expected[env.learner])
         if any(abs(r - expected[env.learner]) > 1e-9 for r in expected):
             returns["differs"] += 1
@@ -96,7 +96,7 @@ def test_game_episode_return_sums_the_learners_rounds():
             engine = env.engine
             assert engine.game_over
             expected = sum(
-                round_rewards(cfg, [engine.scores[s][r] for s in range(cfg.num_players)])[env.learner]
+                round_rewards(cfg, "zero_sum", [engine.scores[s][r] for s in range(cfg.num_players)])[env.learner]
                 for r in range(cfg.num_rounds)
             )
             assert total["r"] == pytest.approx(expected)

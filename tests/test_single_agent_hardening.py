@@ -370,11 +370,11 @@ def test_i12_05_checkers_pass_on_the_registered_defaults():
     sb3_check_env(gym.make(ENV_ID))
     # They step unmasked random actions, which the class's default "raise" refuses: the
     # registered id defaults to "penalize", anything given explicitly is kept.
-    assert gym.make(ENV_ID).unwrapped.config.illegal_action == "penalize"
-    assert gym.make(ENV_ID, illegal_action="raise").unwrapped.config.illegal_action == "raise"
-    assert gym.make(ENV_ID, config={"num_players": 3}).unwrapped.config.illegal_action == "penalize"
-    assert gym.make(ENV_ID, config=ChickenFootConfig()).unwrapped.config.illegal_action == "raise"
-    assert ChickenFootSingleAgentEnv().config.illegal_action == "raise"
+    assert gym.make(ENV_ID).unwrapped.options.illegal_action == "penalize"
+    assert gym.make(ENV_ID, illegal_action="raise").unwrapped.options.illegal_action == "raise"
+    assert gym.make(ENV_ID, config={"num_players": 3}).unwrapped.options.illegal_action == "penalize"
+    assert gym.make(ENV_ID, config=ChickenFootConfig()).unwrapped.options.illegal_action == "raise"
+    assert ChickenFootSingleAgentEnv().options.illegal_action == "raise"
     with pytest.raises(IllegalActionError):
         check_env(gym.make(ENV_ID, illegal_action="raise").unwrapped)
 

@@ -207,12 +207,12 @@ def test_mismatched_observation_version_fails(smoke_run, tmp_path):
     (copy / "card.json").write_text(json.dumps(card))
     with pytest.raises(ckpt.CheckpointMismatchError, match="observation_version"):
         ckpt.load_ppo_policy(copy, config=ChickenFootConfig())
-    # Neutral fields (reward shaping, forced-move skipping) do not matter to a trained policy.
-    ckpt.load_ppo_policy(latest, config=ChickenFootConfig(reward_mode="score", skip_forced=True))
-    # Resuming is strict: any field differs, it fails.
-    with pytest.raises(ckpt.CheckpointMismatchError, match="reward_mode"):
-        ckpt.check_compatible(ckpt.read_card(latest), ChickenFootConfig(reward_mode="score"),
-                              strict=True)
+    # Resuming is strict: any rule differs (num_rounds included), it fails.
+    rules = ckpt.read_card(latest)["env_config"]
+    fewer = ChickenFootConfig.from_dict({**rules, "num_rounds": rules["num_rounds"] - 1})
+    ckpt.load_ppo_policy(latest, config=fewer)  # (the observation is padded)
+    with pytest.raises(ckpt.CheckpointMismatchError, match="num_rounds"):
+        ckpt.check_compatible(ckpt.read_card(latest), fewer, strict=True)
 
 
 def test_missing_checkpoint_is_a_clear_error(tmp_path):

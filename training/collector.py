@@ -48,8 +48,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from cf_env import ChickenFootConfig
 from cf_env.agents.policies import legal_fast_path, load_policy
+from cf_env.core.config import ChickenFootConfig, DriverOptions
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder, SeatView
 from cf_env.core.rewards import game_rewards, round_rewards
@@ -123,9 +123,9 @@ class _Game:
 
     __slots__ = ("engine", "views", "policies", "choosers", "learners", "open", "seed")
 
-    def __init__(self, config: ChickenFootConfig, encoder: Encoder):
+    def __init__(self, config: ChickenFootConfig, encoder: Encoder, skip_forced: bool = False):
         n = config.num_players
-        self.engine = Engine(config, seed=0)
+        self.engine = Engine(config, seed=0, skip_forced=skip_forced)
         self.views = [SeatView(encoder) for _ in range(n)]
         self.policies: list = [LEARNER] * n
         self.choosers: list = [None] * n
@@ -156,8 +156,11 @@ class Collector:
         privileged: bool = True,
         win_bonus: float = 0.0,
         episode: str = "round",
+        options: DriverOptions | None = None,
     ):
         self.config = config
+        # The driver options of `env.rules` (reward_mode, skip_forced; illegal actions raise).
+        self.options = options if options is not None else DriverOptions()
         self.num_games = num_games
         self.pool_share = float(pool_share)
         self.bots = {str(k): float(v) for k, v in bots.items() if v > 0}
@@ -182,7 +185,9 @@ class Collector:
         self._built: dict[tuple[int, int, str], object] = {}
         for path in snapshots:
             self.add_snapshot(path)
-        self.games = [_Game(config, self.encoder) for _ in range(num_games)]
+        self.games = [
+            _Game(config, self.encoder, self.options.skip_forced) for _ in range(num_games)
+        ]
         for game in range(num_games):
             self._new_game(game)
             self._advance(game)
@@ -282,8 +287,9 @@ class Collector:
         """Pay every learner seat its round reward on its chain's last transition; close the
         chain at the episode's end; count the learner seats' wins."""
         game, cfg, n = self.games[index], self.config, self.config.num_players
+        mode = self.options.reward_mode
         for points in finished:
-            rewards = round_rewards(cfg, points)
+            rewards = round_rewards(cfg, mode, points)
             low = min(points)
             winners = [s for s in range(n) if points[s] == low]
             if self.win_bonus:
@@ -291,7 +297,7 @@ class Collector:
                 mean = self.win_bonus / n
                 rewards = [r + (share if s in winners else 0.0) - mean for s, r in enumerate(rewards)]
             if game.engine.game_over and points is finished[-1]:
-                rewards = [a + b for a, b in zip(rewards, game_rewards(cfg, game.engine.winners))]
+                rewards = [a + b for a, b in zip(rewards, game_rewards(cfg, mode, game.engine.winners))]
             ends = self.episode == "round" or (game.engine.game_over and points is finished[-1])
             self.rounds += 1
             for seat in range(n):

@@ -21,13 +21,15 @@ from pathlib import Path
 
 import yaml
 
-from cf_env import ChickenFootConfig
+from cf_env.core.config import ChickenFootConfig, DriverOptions, split_options
 
 
 @dataclass(frozen=True)
 class EnvSettings:
     rules: dict = field(default_factory=dict)
-    """Overrides of `cf_env.ChickenFootConfig` (empty = the default 4-player double-9 game)."""
+    """Overrides of `cf_env.ChickenFootConfig` and of the env's driver options (`reward_mode`,
+    `skip_forced`, `illegal_action`; `DriverOptions`) in one mapping, as the env's keywords
+    take them (empty = the default 4-player double-9 game)."""
     episode: str = "round"
     """"round" (one round per episode; the game carries on between episodes) or "game"."""
     learner_skip_forced: bool = True
@@ -168,7 +170,11 @@ class TrainConfig:
 
     def rules(self) -> ChickenFootConfig:
         """The game config the learner trains on (validated by ChickenFootConfig)."""
-        return ChickenFootConfig.from_dict(dict(self.env.rules))
+        return split_options(self.env.rules)[0]
+
+    def options(self) -> DriverOptions:
+        """The env's driver options that `env.rules` names (validated by DriverOptions)."""
+        return split_options(self.env.rules)[1]
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -321,7 +327,7 @@ def validate(config: TrainConfig) -> None:
 
     Cheap (no file is read): it runs wherever a config is built, env processes included.
     """
-    rules = config.rules()  # raises ValueError naming a bad rules field
+    options = split_options(config.env.rules)[1]  # ValueError naming a bad rule or option
     positive = {
         "total_steps": config.total_steps,
         "num_envs": config.num_envs,
@@ -375,7 +381,7 @@ def validate(config: TrainConfig) -> None:
     if config.algo == "selfplay":
         _require("selfplay.rollout_steps * selfplay.num_games", sp.rollout_steps * sp.num_games,
                  sp.rollout_steps * sp.num_games >= 2, ">= 2")
-        if rules.reward_mode == "win" and config.env.episode != "game":
+        if options.reward_mode == "win" and config.env.episode != "game":
             raise ValueError("env.rules reward_mode 'win' pays only at the game's end: it needs "
                              "env.episode 'game'")
     if config.vec_env not in ("dummy", "subproc"):
@@ -411,7 +417,6 @@ def validate(config: TrainConfig) -> None:
         )
     if config.run_name is not None and ("/" in config.run_name or config.run_name in ("", ".", "..")):
         raise ValueError(f"run_name must be a plain folder name; got {config.run_name!r}")
-    del rules
 
 
 def validate_policies(config: TrainConfig) -> None:

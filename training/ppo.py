@@ -99,6 +99,7 @@ def make_training_env(config_dict: dict, snapshots: list[str], rank: int, seed: 
         opponents=pool,
         episode=config.env.episode,
         learner_skip_forced=config.env.learner_skip_forced,
+        **config.options().to_dict(),  # env.rules' driver options (reward_mode, ...)
     )
     env.reset(seed=seed + rank)
     return env

@@ -181,7 +181,7 @@ def algorithm_config(config: RLlibTrainConfig, num_env_runners: int | None = Non
         PPOConfig()
         .environment(
             ENV_NAME,
-            env_config={"rules": rules.to_dict(), "seed": config.seed,
+            env_config={"rules": config.env_keywords(), "seed": config.seed,
                         "learner_agents": [a for a in agents if mapping[a] == SHARED]},
             # RLlib's checker steps random, unmasked actions: our engine rightly raises on them.
             disable_env_checking=True,

@@ -13,7 +13,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
-from cf_env import ChickenFootConfig
+from cf_env.core.config import ChickenFootConfig, DriverOptions, split_options
 from training.checkpoints import ACTIVATIONS
 from training.config import dataclass_from_dict, read_config_data
 from training.rllib_compat import make_bot
@@ -24,7 +24,8 @@ LEARNER = "learner"  # the env.seats entry for the trained shared policy
 @dataclass(frozen=True)
 class EnvSection:
     rules: dict = field(default_factory=dict)
-    """Overrides of `cf_env.ChickenFootConfig` (empty = the default 4-player double-9 game)."""
+    """Overrides of `cf_env.ChickenFootConfig` and of the env's driver options (`skip_forced`,
+    `reward_mode`, `illegal_action`) in one mapping (empty = the default 4-player double-9 game)."""
     seats: list | None = None
     """One entry per seat: "learner" (the shared trained policy) or a bot spec; None = self-play."""
 
@@ -112,7 +113,16 @@ class RLlibTrainConfig:
     model: ModelSection = field(default_factory=ModelSection)
 
     def rules(self) -> ChickenFootConfig:
-        return ChickenFootConfig.from_dict(dict(self.env.rules))
+        return split_options(self.env.rules)[0]
+
+    def options(self) -> DriverOptions:
+        """The env's driver options that `env.rules` names (`skip_forced`, ...)."""
+        return split_options(self.env.rules)[1]
+
+    def env_keywords(self) -> dict:
+        """`env.rules` resolved: every rule and driver option, the env's keywords."""
+        rules, options = split_options(self.env.rules)
+        return {**rules.to_dict(), **options.to_dict()}
 
     def seat_specs(self) -> list[str]:
         """The policy of each seat: LEARNER or a bot spec."""
@@ -138,8 +148,8 @@ def load_config(path: str | os.PathLike | None = None, overrides=()) -> RLlibTra
 
 def validate(config: RLlibTrainConfig) -> None:
     """Cross-field checks; raises ValueError naming the field and what would be valid."""
-    rules = config.rules()
-    if rules.illegal_action != "raise":
+    rules, options = split_options(config.env.rules)
+    if options.illegal_action != "raise":
         raise ValueError(
             "env.rules.illegal_action must be 'raise' for RLlib training: actions are masked, so "
             "an illegal one is a bug to surface, never a move to penalise or replace"

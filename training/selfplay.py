@@ -209,7 +209,7 @@ def collector_kwargs(config: TrainConfig) -> dict:
     return {"pool_share": s.pool_share, "bots": dict(o.bots), "snapshot_weight": o.snapshot_weight,
             "max_snapshots": o.max_snapshots, "snapshot_greedy": o.snapshot_greedy,
             "privileged": s.privileged_critic, "win_bonus": s.win_bonus,
-            "episode": config.env.episode}
+            "episode": config.env.episode, "options": config.options()}
 
 
 def worker_seed(seed: int, worker: int) -> int:

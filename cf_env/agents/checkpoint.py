@@ -38,11 +38,13 @@ directory beside it: one folder name, no `.`/`..`/absolute path, no symlink lead
 never another pointer (so pointer chains and cycles cannot occur).
 
 Compatibility (`check_compatible`): a checkpoint plays only in an env with the same rules and
-observation encoding. Every `ChickenFootConfig` field must match except `reward_mode`,
-`skip_forced` and `illegal_action` (they change neither the game nor the observation) and
-`num_rounds` where the env plays fewer rounds than the checkpoint was trained on: round r of a
-shorter game is the same position as round r of the longer one, so the observation's one-hot
-`round` piece is zero-padded. Anything else raises `CheckpointMismatchError` naming the field.
+observation encoding. A card's `env_config` holds the rules (`ChickenFootConfig.to_dict()`);
+cards written before the driver options left the rules also hold `reward_mode`, `skip_forced`
+and `illegal_action`, which are read and ignored (`NEUTRAL_FIELDS`: they change neither the game
+nor the observation). Every rule must match except `num_rounds` where the env plays fewer rounds
+than the checkpoint was trained on: round r of a shorter game is the same position as round r of
+the longer one, so the observation's one-hot `round` piece is zero-padded. Anything else raises
+`CheckpointMismatchError` naming the field.
 """
 
 from __future__ import annotations
@@ -57,12 +59,13 @@ from pathlib import Path
 
 import numpy as np
 
-from cf_env.core.config import ChickenFootConfig
+from cf_env.core.config import OPTION_FIELDS, ChickenFootConfig
 from cf_env.core.observation import OBSERVATION_VERSION, observation_layout
 
 CHECKPOINT_FORMAT = 1
-# Fields that change neither the rules of play nor the observation; a checkpoint ignores them.
-NEUTRAL_FIELDS = ("reward_mode", "skip_forced", "illegal_action")
+# The driver options, which old cards' env_config still names: they change neither the rules of
+# play nor the observation, and `ChickenFootConfig.from_dict` drops them.
+NEUTRAL_FIELDS = OPTION_FIELDS
 ACTIVATIONS = ("tanh", "relu")
 # Read limits (module docstring, "Bounded reading"), each far above what training writes: the
 # shipped card is ~8 KB, a pointer ~100 bytes, and the biggest env (double-18, 8 players: 2,147
@@ -261,7 +264,7 @@ def read_card(path: str | os.PathLike) -> dict:
 def check_compatible(card: Mapping, config: ChickenFootConfig, *, strict: bool = False) -> None:
     """Raise `CheckpointMismatchError` naming every field in which `config` differs from `card`.
 
-    `strict=True` (used when resuming training) requires every config field to match.
+    `strict=True` (used when resuming training) requires every rule to match.
     """
     problems = []
     if card["observation_version"] != OBSERVATION_VERSION:
@@ -272,7 +275,7 @@ def check_compatible(card: Mapping, config: ChickenFootConfig, *, strict: bool =
     theirs = ChickenFootConfig.from_dict(card["env_config"]).to_dict()
     ours = config.to_dict()
     for name in ours:
-        if ours[name] == theirs[name] or (not strict and name in NEUTRAL_FIELDS):
+        if ours[name] == theirs[name]:
             continue
         if not strict and name == "num_rounds" and ours[name] < theirs[name]:
             continue  # the observation is padded (module docstring)

@@ -347,18 +347,18 @@ class ISMCTSPolicy:
         return work
 
     def _search_config(self, rnd: int) -> ChickenFootConfig:
-        changes = {"skip_forced": True, "illegal_action": "raise"}
         if self.config.target_score is None:
-            changes["num_rounds"] = rnd + 1  # the round's end ends the search game: no new deal
-        return self.config.replace(**changes)
+            # The round's end ends the search game: no new deal.
+            return self.config.replace(num_rounds=rnd + 1)
+        return self.config
 
     def _root_engine(self, state: ObservedState, sampler: DealSampler) -> tuple[Engine, Engine]:
         """The root position (egocentric, one consistent deal) through `restore`, which checks
         every rules invariant once per decision; and the work engine iterations play on."""
         if state.round not in self._engines:
             cfg = self._search_config(state.round)
-            work = Engine(cfg, seed=0)
-            self._engines[state.round] = (cfg, Engine(cfg, seed=0), work)
+            work = Engine(cfg, seed=0, skip_forced=True)
+            self._engines[state.round] = (cfg, Engine(cfg, seed=0, skip_forced=True), work)
             if self.rollout == "follow":
                 self._follow_choosers[work] = [lambda legal, e=work: self._follow(e, legal)] * self.n
         cfg, root, work = self._engines[state.round]

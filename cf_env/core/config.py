@@ -1,14 +1,21 @@
-"""The rules and variants of one Chicken Foot game: a frozen, validated dataclass.
+"""The rules and variants of one Chicken Foot game, and apart from them how a driver runs it.
 
 Every size in the package (tile count, action count, observation length) is derived from a
 `ChickenFootConfig`; variants are fields here, never copies of code. Rule numbers (R1–R13)
 refer to `docs/rules.md`.
+
+`DriverOptions` holds what is not a rule: how the envs pay rewards (`reward_mode`), whether the
+engine takes one-action decisions itself (`skip_forced`) and what an illegal action does
+(`illegal_action`). Snapshots, checkpoints and records store and compare the rules only.
+Users give both as one flat set of keywords (`cf_env.env(...)`, training YAML `env.rules`);
+`split_options` separates them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 SUPPORTED_SETS = (6, 9, 12, 15, 18)  # R1
@@ -123,12 +130,6 @@ class ChickenFootConfig:
     doubles restarting after the double-blank) until a total passes it; lowest total wins."""
     tie_break: str = "r13"
     """R13: "r13" breaks ties by zero rounds then lowest non-zero round; "none" shares the win."""
-    reward_mode: str = "zero_sum"
-    """Rewards: "score" (-own points), "zero_sum" (others' mean - own), "win" (game result)."""
-    skip_forced: bool = False
-    """When True the engine takes every decision that has exactly one legal action itself."""
-    illegal_action: str = "raise"
-    """"raise": an illegal action raises and changes nothing; "penalize": PettingZoo semantics."""
 
     # Derived sizes, filled in __post_init__.
     num_tiles: int = field(init=False, repr=False, compare=False)
@@ -179,7 +180,6 @@ class ChickenFootConfig:
             raise ValueError(f"toes must be 1..{max_pips} (R9 plays 3); got {toes}")
         _check_bool("draw_until_playable", self.draw_until_playable)
         _check_bool("must_play_drawn", self.must_play_drawn)
-        _check_bool("skip_forced", self.skip_forced)
         blank = _check_int("double_blank_value", self.double_blank_value)
         top_blank = max_double_blank_value(max_pips)
         if not 0 <= blank <= top_blank:
@@ -197,8 +197,6 @@ class ChickenFootConfig:
                     f"with double_blank_value {blank} (max_pips × the set's points); got {target}"
                 )
         _check_choice("tie_break", self.tie_break, TIE_BREAKS)
-        _check_choice("reward_mode", self.reward_mode, REWARD_MODES)
-        _check_choice("illegal_action", self.illegal_action, ILLEGAL_ACTION_MODES)
 
         set_ = object.__setattr__  # frozen: fill resolved defaults and derived sizes once
         set_(self, "_defaulted", tuple(k for k in ("hand_size", "num_rounds") if getattr(self, k) is None))
@@ -220,30 +218,102 @@ class ChickenFootConfig:
         """Points per unit of reward and of the observation's score pieces (10 × max_pips)."""
         return 10.0 * self.max_pips
 
+    def __getattr__(self, name: str):
+        # Only reached when normal lookup fails: say where the driver options went (issue 16).
+        if name in OPTION_FIELDS:
+            raise AttributeError(
+                f"{name!r} is a driver option, not a rule: read it from the env's `options` "
+                "(cf_env.core.config.DriverOptions)"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def to_dict(self) -> dict:
-        """The constructor fields, resolved (JSON-serialisable)."""
+        """The constructor fields (the rules), resolved (JSON-serialisable)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
     @classmethod
-    def from_dict(cls, data: dict) -> ChickenFootConfig:
-        known = {f.name for f in dataclasses.fields(cls) if f.init}
-        unknown = set(data) - known
-        if unknown:
-            # A misspelt keyword is the commonest config mistake: suggest the nearest fields.
-            hints = [
-                f"{name!r} -> {close[0]!r}"
-                for name in sorted(map(str, unknown))
-                if (close := difflib.get_close_matches(name, sorted(known), n=1))
-            ]
-            raise ValueError(
-                f"unknown config field(s) {sorted(unknown, key=str)}; valid fields: {sorted(known)}"
-                + (f"; did you mean {', '.join(hints)}?" if hints else "")
-            )
+    def from_dict(cls, data: Mapping) -> ChickenFootConfig:
+        """The rules `data` names. Configs stored before the driver options left the rules (old
+        checkpoint cards, snapshots, records) also name them: those are checked as
+        `DriverOptions` checks them and dropped. Any other unknown key raises `ValueError`."""
+        _check_known(data)
+        if any(name in data for name in OPTION_FIELDS):
+            DriverOptions(**{k: data[k] for k in OPTION_FIELDS if k in data})
+            data = {k: v for k, v in data.items() if k not in OPTION_FIELDS}
         return cls(**data)
 
     def replace(self, **changes) -> ChickenFootConfig:
-        """A copy with `changes`; fields that were left to their defaults are derived again."""
+        """A copy with `changes` (rules only); fields that were left to their defaults are
+        derived again."""
+        options = [name for name in OPTION_FIELDS if name in changes]
+        if options:
+            raise ValueError(
+                f"{', '.join(options)}: driver option(s), not rules; give them to the env or to "
+                "DriverOptions"
+            )
         fields = self.to_dict()
         for name in self._defaulted:
             fields[name] = None
         return ChickenFootConfig.from_dict({**fields, **changes})
+
+
+@dataclass(frozen=True)
+class DriverOptions:
+    """How a driver (env, soak, search) runs a game; not rules: a position, a snapshot, a
+    checkpoint is the same under any of them. Invalid values raise `ValueError`."""
+
+    reward_mode: str = "zero_sum"
+    """Rewards: "score" (-own points), "zero_sum" (others' mean - own), "win" (game result)."""
+    skip_forced: bool = False
+    """When True the engine takes every decision that has exactly one legal action itself."""
+    illegal_action: str = "raise"
+    """"raise": an illegal action raises and changes nothing; "penalize": PettingZoo semantics."""
+
+    def __post_init__(self) -> None:
+        _check_bool("skip_forced", self.skip_forced)
+        _check_choice("reward_mode", self.reward_mode, REWARD_MODES)
+        _check_choice("illegal_action", self.illegal_action, ILLEGAL_ACTION_MODES)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes) -> DriverOptions:
+        return dataclasses.replace(self, **changes)
+
+
+RULE_FIELDS = tuple(f.name for f in dataclasses.fields(ChickenFootConfig) if f.init)
+OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(DriverOptions))
+
+
+def _check_known(data: Mapping) -> None:
+    """`ValueError` for keys that are neither rules nor driver options, with the nearest names."""
+    known = sorted(RULE_FIELDS + OPTION_FIELDS)
+    unknown = set(data) - set(known)
+    if unknown:
+        # A misspelt keyword is the commonest config mistake: suggest the nearest fields.
+        hints = [
+            f"{name!r} -> {close[0]!r}"
+            for name in sorted(map(str, unknown))
+            if (close := difflib.get_close_matches(name, known, n=1))
+        ]
+        raise ValueError(
+            f"unknown config field(s) {sorted(unknown, key=str)}; valid fields: {known}"
+            + (f"; did you mean {', '.join(hints)}?" if hints else "")
+        )
+
+
+def split_options(
+    fields: Mapping | None = None, rules: ChickenFootConfig | None = None
+) -> tuple[ChickenFootConfig, DriverOptions]:
+    """The rules and the driver options one flat mapping of keywords names (what `cf_env.env()`,
+    training YAML `env.rules` and the CLIs take). With `rules`, the mapping's rule fields change
+    those (`ChickenFootConfig.replace`). Unknown keys raise `ValueError` listing the valid ones;
+    rules are checked before options."""
+    fields = dict(fields or {})
+    _check_known(fields)
+    options = {name: fields.pop(name) for name in OPTION_FIELDS if name in fields}
+    if rules is None:
+        rules = ChickenFootConfig.from_dict(fields)
+    elif fields:
+        rules = rules.replace(**fields)
+    return rules, DriverOptions(**options)

@@ -122,6 +122,7 @@ class Engine:
         "round",
         "scores",
         "seed",
+        "skip_forced",
         "spinner_empty",
         "start_seat",
         "tables",
@@ -137,8 +138,14 @@ class Engine:
         seed: int | None = None,
         *,
         auto_deal: bool = True,
+        skip_forced: bool = False,
     ):
         self.config = config if config is not None else ChickenFootConfig()
+        # A driver option, not a rule (`DriverOptions.skip_forced`): take every decision that has
+        # exactly one legal action without returning (search, soak, envs that ask for it).
+        if not isinstance(skip_forced, bool):
+            raise ValueError(f"skip_forced must be True or False, got {skip_forced!r}")
+        self.skip_forced = skip_forced
         # Whether a round's end deals the next round at once (the default), or stops the engine
         # between rounds, the finished table still laid out, until `deal_next()` (a replay
         # showing each round's end; a driver dealing from another source of chance).
@@ -524,7 +531,7 @@ class Engine:
             finished = self._apply(action)  # the usual case: a legal plain int, nothing to check
         else:
             finished = self._apply(self._check_action(action))  # raises, naming the problem
-        return self._settle(finished) if self.config.skip_forced else finished
+        return self._settle(finished) if self.skip_forced else finished
 
     def _apply(self, action: int) -> list[list[int]]:
         cfg, tables = self.config, self.tables
@@ -606,7 +613,7 @@ class Engine:
 
     def _settle(self, finished: list[list[int]]) -> list[list[int]]:
         """With `skip_forced`, take every decision that has exactly one legal action."""
-        if self.config.skip_forced:
+        if self.skip_forced:
             while more := self.advance():
                 finished += more
         return finished

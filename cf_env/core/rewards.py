@@ -1,4 +1,5 @@
-"""Rewards per `reward_mode`, from round points (R12) and the game result (R13).
+"""Rewards per `reward_mode` (a driver option, `DriverOptions`), from round points (R12) and the
+game result (R13).
 
 * ``"score"``    — at each round end: minus own points / points_scale.
 * ``"zero_sum"`` — at each round end: (mean of the others' points − own points) / points_scale;
@@ -13,17 +14,17 @@ from __future__ import annotations
 from cf_env.core.config import ChickenFootConfig
 
 
-def round_rewards(cfg: ChickenFootConfig, points: list[int]) -> list[float]:
+def round_rewards(cfg: ChickenFootConfig, reward_mode: str, points: list[int]) -> list[float]:
     scale = cfg.points_scale
-    if cfg.reward_mode == "score":
+    if reward_mode == "score":
         return [-p / scale for p in points]
-    if cfg.reward_mode == "zero_sum":
+    if reward_mode == "zero_sum":
         total, others = sum(points), len(points) - 1
         return [((total - p) / others - p) / scale for p in points]
     return [0.0] * len(points)
 
 
-def game_rewards(cfg: ChickenFootConfig, winners: list[int]) -> list[float]:
-    if cfg.reward_mode != "win":
+def game_rewards(cfg: ChickenFootConfig, reward_mode: str, winners: list[int]) -> list[float]:
+    if reward_mode != "win":
         return [0.0] * cfg.num_players
     return [1.0 if seat in winners else -1.0 for seat in range(cfg.num_players)]

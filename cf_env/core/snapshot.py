@@ -1,7 +1,8 @@
 """The snapshot format: an engine's state as a JSON-serialisable dict, and its validated restore.
 
 `snapshot(engine)` writes every key of `SNAPSHOT_KEYS` (the public contract: what a position
-is) plus the extras an exact continuation needs (config, seed, layout, knowledge, history, RNG).
+is) plus the extras an exact continuation needs (config: the rules only, seed, layout,
+knowledge, history, RNG).
 `restore(engine, snap)` checks a snapshot against the rules before the engine takes it: every
 field's type, every tile in exactly one place (R1, R3), a table the rules can lay out (R5-R10),
 scores and winners that R4/R12/R13 give; anything else raises `SnapshotError` naming the field,
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cf_env.core.config import ChickenFootConfig
+from cf_env.core.config import OPTION_FIELDS, ChickenFootConfig
 from cf_env.core.layout import Arm
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def snapshot(engine: Engine) -> dict:
         "game_over": engine.game_over,
         "winners": list(engine.winners),
         # Extras for an exact continuation.
-        "config": engine.config.to_dict(),
+        "config": engine.config.to_dict(),  # the rules; driver options are no part of a position
         "seed": engine.seed,
         "start_seat": engine.start_seat,
         "arms": [
@@ -111,7 +112,8 @@ def restore(engine: Engine, snap: dict) -> None:
     cls = type(engine)
     fresh = cls.__new__(cls)
     fresh.config, fresh.tables, fresh.points = engine.config, engine.tables, engine.points
-    fresh.auto_deal = engine.auto_deal  # a driver option, not game state
+    fresh.auto_deal = engine.auto_deal  # driver options, not game state
+    fresh.skip_forced = engine.skip_forced
     fresh._set_constants()
     try:
         _load(fresh, snap)
@@ -200,7 +202,10 @@ def _check_format(cfg: ChickenFootConfig, snap: dict) -> int:
     if isinstance(foot_arm, bool) or not isinstance(foot_arm, int):
         raise SnapshotError(f"foot_arm must be an int; got {foot_arm!r}")
     if "config" in snap:
-        theirs = ChickenFootConfig.from_dict(snap["config"]).to_dict()
+        # The rules only: snapshots written before the driver options left the rules also
+        # hold reward_mode, skip_forced and illegal_action, which say nothing about the position.
+        rules = {k: v for k, v in snap["config"].items() if k not in OPTION_FIELDS}
+        theirs = ChickenFootConfig.from_dict(rules).to_dict()
         ours = cfg.to_dict()
         diff = [k for k in ours if ours[k] != theirs[k]]
         if diff:

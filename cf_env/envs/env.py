@@ -9,6 +9,7 @@ rules. Rule numbers refer to docs/rules.md.
 | Actions | `Discrete(2T + 2)`: `2t` lo half, `2t+1` hi half of tile t, `2T` DRAW, `2T+1` PASS |
 | Observations | `{"observation": Box(float32, (D,)), "action_mask": Box(int8, (2T+2,))}` |
 | Layout | `env.unwrapped.observation_layout` → `{piece name: slice}` (see `observation.py`) |
+| Config | keywords name rules and driver options alike: `env.unwrapped.config` (the rules, `ChickenFootConfig`), `env.unwrapped.options` (`DriverOptions`: reward_mode, skip_forced, illegal_action) |
 | Rewards | at round ends (`"score"`, `"zero_sum"`) or game end (`"win"`), see `rewards.py` |
 | Turn order | follows the engine: the same agent acts again after a DRAW (R8) |
 | Infos | the fixed schema `INFO_KEYS` below, the same keys and types at reset and every step |
@@ -42,7 +43,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from cf_env.core.config import ChickenFootConfig
+from cf_env.core.config import split_options
 from cf_env.core.engine import Engine, IllegalActionError, SnapshotError
 from cf_env.core.observation import OBSERVATION_VERSION, Encoder, SeatView
 from cf_env.core.rewards import game_rewards, round_rewards
@@ -76,7 +77,8 @@ class raw_env(AECEnv):
 
     def __init__(self, render_mode: str | None = None, max_cycles: int | None = None, **config):
         super().__init__()
-        self.config = ChickenFootConfig.from_dict(config)  # unknown fields: ValueError
+        # The keywords name rules and driver options alike; unknown ones: ValueError.
+        self.config, self.options = split_options(config)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}; got {render_mode!r}"
@@ -87,7 +89,7 @@ class raw_env(AECEnv):
             raise ValueError(f"max_cycles must be None or a positive int; got {max_cycles!r}")
         self.render_mode = render_mode
         self.max_cycles = max_cycles
-        self.engine = Engine(self.config, seed=0)
+        self.engine = Engine(self.config, seed=0, skip_forced=self.options.skip_forced)
         self.encoder = Encoder(self.config)
         # One incrementally kept observation per seat (cf_env.observation.SeatView).
         self._seat_views = [SeatView(self.encoder) for _ in range(self.config.num_players)]
@@ -148,7 +150,7 @@ class raw_env(AECEnv):
         try:
             finished = self.engine.step(action)
         except IllegalActionError:
-            if self.config.illegal_action == "raise":
+            if self.options.illegal_action == "raise":
                 raise  # before any bookkeeping: the env, pending rewards included, is unchanged
             self._cumulative_rewards[agent] = 0.0
             self._clear_rewards()
@@ -173,14 +175,14 @@ class raw_env(AECEnv):
             self.render()
 
     def _after_engine_step(self, finished: list[list[int]]) -> None:
-        cfg, engine = self.config, self.engine
+        cfg, engine, mode = self.config, self.engine, self.options.reward_mode
         for points in finished:
             self._rewards_pending = True
-            for agent, reward in zip(self.agents, round_rewards(cfg, points)):
+            for agent, reward in zip(self.agents, round_rewards(cfg, mode, points)):
                 self.rewards[agent] += reward
         if engine.game_over:
             self._rewards_pending = True
-            for agent, reward in zip(self.agents, game_rewards(cfg, engine.winners)):
+            for agent, reward in zip(self.agents, game_rewards(cfg, mode, engine.winners)):
                 self.rewards[agent] += reward
             self.terminations = dict.fromkeys(self.agents, True)
         elif self.max_cycles is not None and self.num_steps >= self.max_cycles * cfg.num_players:

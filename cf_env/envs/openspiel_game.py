@@ -14,7 +14,7 @@ every observation the encoder's (`cf_env.observation`).
 max_pips, num_players, hand_size, num_rounds, spinner_arms, toes, draw_until_playable,
 must_play_drawn, double_blank_value, start_search, target_score, tie_break. OpenSpiel has no
 None, so 0 stands for None (hand_size and num_rounds: the default; target_score: none). The
-config's driver options are not game parameters (`pyspiel.load_game` calls them unknown;
+driver options (`DriverOptions`) are not game parameters (`pyspiel.load_game` calls them unknown;
 `config_from_params` says why): `reward_mode` (OpenSpiel returns are R13's result, below),
 `illegal_action` (an illegal action always raises, the state unchanged) and `skip_forced`
 (every decision is a node, so the tree never depends on hidden tiles; OpenSpiel's bots answer
@@ -88,7 +88,7 @@ import numpy as np
 import pyspiel
 
 from cf_env.core.actions import describe
-from cf_env.core.config import SUPPORTED_SETS, ChickenFootConfig, max_players
+from cf_env.core.config import RULE_FIELDS, SUPPORTED_SETS, ChickenFootConfig, max_players
 from cf_env.core.engine import Engine, IllegalActionError
 from cf_env.core.observation import Encoder
 from cf_env.core.tiles import tile_tables
@@ -96,22 +96,8 @@ from cf_env.viz.render import render_text
 
 GAME_NAME = "python_chicken_foot"
 
-# The ChickenFootConfig fields that are rules of the game, in the config's order.
-RULE_FIELDS = (
-    "max_pips",
-    "num_players",
-    "hand_size",
-    "num_rounds",
-    "spinner_arms",
-    "toes",
-    "draw_until_playable",
-    "must_play_drawn",
-    "double_blank_value",
-    "start_search",
-    "target_score",
-    "tie_break",
-)
-# Config fields that drive cf_env's envs, not the game; refused as parameters (see above).
+# The game's parameters are the rules: `RULE_FIELDS`, ChickenFootConfig's fields in its order.
+# The driver options (`DriverOptions`) drive cf_env's envs, not the game; refused as parameters.
 DRIVER_FIELDS = {
     "reward_mode": "OpenSpiel returns are R13's game result (cf_env.openspiel_game)",
     "illegal_action": "an illegal action always raises and leaves the state unchanged",

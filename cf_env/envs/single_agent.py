@@ -62,7 +62,7 @@ have one, is called before every game.
 
 Actions are checked, not coerced, by the engine's rules (`Engine.step`): a plain int (the fast
 path), a numpy integer scalar or a 0-d integer array; anything else (a float, a str, a bool,
-None, an array) is malformed. `config.illegal_action` decides what an illegal or malformed action
+None, an array) is malformed. The `illegal_action` option decides what an illegal or malformed action
 does, as in the AEC env: `"raise"` (the class's default) raises `IllegalActionError` and changes
 nothing; `"penalize"` changes no game state either but ends the episode with reward -1 and
 `info["illegal_action"]` True (the game is abandoned; the next `reset()` deals a new one).
@@ -112,7 +112,7 @@ from gymnasium import spaces
 
 from cf_env.agents.arena import Arena
 from cf_env.agents.policies import Policy, load_policy
-from cf_env.core.config import ChickenFootConfig
+from cf_env.core.config import ChickenFootConfig, split_options
 from cf_env.core.engine import Engine, IllegalActionError
 from cf_env.core.observation import OBSERVATION_VERSION, Encoder, SeatView
 from cf_env.core.rewards import game_rewards, round_rewards
@@ -202,28 +202,28 @@ class ChickenFootSingleAgentEnv(gym.Env):
         render_mode: str | None = None,
         **rules,
     ):
-        # Every path goes through `ChickenFootConfig.from_dict`, so that a mistyped keyword gets
-        # the AEC env's "unknown config field" message.
+        # Every path goes through `split_options`, so that a mistyped keyword gets the AEC env's
+        # "unknown config field" message; the keywords name rules and driver options alike.
         if config is None:
-            config = ChickenFootConfig.from_dict(rules)
+            config, options = split_options(rules)
         elif isinstance(config, dict):
-            config = ChickenFootConfig.from_dict({**config, **rules})
+            config, options = split_options({**config, **rules})
         elif not isinstance(config, ChickenFootConfig):
             raise ValueError(  # as every config error (cf_env.config): ValueError, even for types
                 "config must be a ChickenFootConfig, a dict of its fields or None; "
                 f"got {type(config).__name__}"
             )
-        elif rules:
-            config = config.replace(**rules)
-        if config.skip_forced:
+        else:
+            config, options = split_options(rules, config)
+        if options.skip_forced:
             # The adapter decides which learner decisions to skip; engine-level skipping would
             # also take opponents' turns away from their policies.
             raise ValueError(
-                "config.skip_forced must be False here; use learner_skip_forced=True instead"
+                "skip_forced must be False here; use learner_skip_forced=True instead"
             )
         if episode not in EPISODES:
             raise ValueError(f"episode must be one of {EPISODES}; got {episode!r}")
-        if episode == "round" and config.reward_mode == "win":
+        if episode == "round" and options.reward_mode == "win":
             raise ValueError(
                 "reward_mode='win' pays only at the end of a game; use episode='game' with it"
             )
@@ -232,7 +232,8 @@ class ChickenFootSingleAgentEnv(gym.Env):
                 f"render_mode must be None or one of {self.metadata['render_modes']}; "
                 f"got {render_mode!r}"
             )
-        self.config = config
+        self.config = config  # the rules
+        self.options = options  # reward_mode, illegal_action (skip_forced is always False here)
         self.episode = episode
         self.learner_skip_forced = bool(learner_skip_forced)
         self.render_mode = render_mode
@@ -291,7 +292,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
             # malformed one raises IllegalActionError and changes nothing.
             reward, ended = self._play(action)
         except IllegalActionError:
-            if self.config.illegal_action == "raise":
+            if self.options.illegal_action == "raise":
                 raise
             # PettingZoo classic semantics, as the AEC env (a malformed action too): -1, the
             # episode ends and the game is abandoned.
@@ -403,11 +404,11 @@ class ChickenFootSingleAgentEnv(gym.Env):
     def _rounds_ended(self, finished: list[list[int]]) -> tuple[float, bool]:
         """The learner's reward for rounds that just ended (a game ends only with a round) and
         whether the episode ended."""
-        cfg, seat = self.config, self.learner
-        reward = sum(round_rewards(cfg, points)[seat] for points in finished)
+        cfg, seat, mode = self.config, self.learner, self.options.reward_mode
+        reward = sum(round_rewards(cfg, mode, points)[seat] for points in finished)
         self._step_round = finished[-1]
         if self.engine.game_over:
-            reward += game_rewards(cfg, self.engine.winners)[seat]
+            reward += game_rewards(cfg, mode, self.engine.winners)[seat]
             return float(reward), True
         return float(reward), self.episode == "round"
 
@@ -450,7 +451,8 @@ def make_env(config: ChickenFootConfig | dict | None = None, **kwargs) -> Chicke
     """Entry point for `gymnasium.make(ENV_ID, **kwargs)`: the class, except that illegal actions
     default to `"penalize"`, because generic Gymnasium tools (`check_env`, SB3's checker, plain
     PPO) step unmasked random actions. An explicit `illegal_action` (a keyword, a key of a
-    `config` dict) or a `ChickenFootConfig` object is taken as given."""
+    `config` dict) is taken as given; with a `ChickenFootConfig` object (rules only) illegal
+    actions raise, the class's default, unless the keyword says otherwise."""
     config, kwargs = with_make_defaults(config, kwargs)
     return ChickenFootSingleAgentEnv(config, **kwargs)
 

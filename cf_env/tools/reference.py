@@ -256,15 +256,15 @@ def winners(cfg: ChickenFootConfig, scores: list[list[int]]) -> list[int]:
     return [s for s in tied if lowest[s] == min(present)]
 
 
-def game_returns(cfg: ChickenFootConfig, scores: list[list[int]]) -> list[float]:
+def game_returns(cfg: ChickenFootConfig, reward_mode: str, scores: list[list[int]]) -> list[float]:
     """Each seat's return over a whole game, as documented for `reward_mode`: "score" pays
     minus own points, "zero_sum" the others' mean minus own points (both / points_scale, summed
     over rounds), "win" +1 to each R13 winner and -1 to the others."""
     n, scale = cfg.num_players, cfg.points_scale
     totals = [sum(s) for s in scores]
-    if cfg.reward_mode == "score":
+    if reward_mode == "score":
         return [-own / scale for own in totals]
-    if cfg.reward_mode == "zero_sum":
+    if reward_mode == "zero_sum":
         return [((sum(totals) - own) / (n - 1) - own) / scale for own in totals]
     won = winners(cfg, scores)
     return [1.0 if seat in won else -1.0 for seat in range(n)]

@@ -48,7 +48,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cf_env.core.config import SUPPORTED_SETS, ChickenFootConfig, max_players, num_tiles
+from cf_env.core.config import (
+    SUPPORTED_SETS,
+    ChickenFootConfig,
+    DriverOptions,
+    max_players,
+    num_tiles,
+)
 from cf_env.core.engine import Engine, IllegalActionError
 from cf_env.tools import reference
 from cf_env.tools.reference import pairs_of
@@ -86,14 +92,15 @@ class Stats:
 
 
 # ---------------------------------------------------------------------------- random configs
-def random_config(rng: np.random.Generator) -> ChickenFootConfig:
+def random_config(rng: np.random.Generator) -> tuple[ChickenFootConfig, DriverOptions]:
+    """Random rules and driver options (the options drawn last, as they always were)."""
     max_pips = int(rng.choice(SUPPORTED_SETS))
     players = int(rng.integers(2, max_players(max_pips) + 1))
     most = (num_tiles(max_pips) - 1) // players
     hand = None if rng.random() < 0.6 else int(rng.integers(2, most + 1))
     # A quarter of the games play to a target (up to about two rounds' points of a big hand).
     target = int(rng.integers(1, 20 * max_pips + 1)) if rng.random() < 0.25 else None
-    return ChickenFootConfig(
+    rules = ChickenFootConfig(
         max_pips=max_pips,
         num_players=players,
         hand_size=hand,
@@ -106,9 +113,12 @@ def random_config(rng: np.random.Generator) -> ChickenFootConfig:
         must_play_drawn=bool(rng.random() < 0.3),
         double_blank_value=int(rng.choice((0, 25, 50, 100))),
         tie_break=str(rng.choice(("r13", "none"))),
+    )
+    options = DriverOptions(
         reward_mode=str(rng.choice(("score", "zero_sum", "win"))),
         skip_forced=bool(rng.random() < 0.3),
     )
+    return rules, options
 
 
 # ---------------------------------------------------------------------------- invariants
@@ -207,7 +217,7 @@ def probe_illegal(engine: Engine, rng: np.random.Generator) -> None:
 def check_restore(engine: Engine, policy: np.random.Generator) -> None:
     """snapshot -> JSON -> restore is exact, and both copies continue identically."""
     text = json.dumps(engine.snapshot(), sort_keys=True)
-    twin = Engine(engine.config, seed=0)
+    twin = Engine(engine.config, seed=0, skip_forced=engine.skip_forced)
     twin.restore(json.loads(text))
     check(json.dumps(twin.snapshot(), sort_keys=True) == text, "snapshot_fixed_point")
     probe = engine.clone()
@@ -226,12 +236,18 @@ def check_restore(engine: Engine, policy: np.random.Generator) -> None:
 
 # ---------------------------------------------------------------------------- games
 def play_engine_game(
-    cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: Stats, extras: bool
+    cfg: ChickenFootConfig,
+    options: DriverOptions,
+    seed: int,
+    policy_seed: int,
+    stats: Stats,
+    extras: bool,
 ) -> None:
-    engine = Engine(cfg, seed=seed)
+    skip_forced = options.skip_forced
+    engine = Engine(cfg, seed=seed, skip_forced=skip_forced)
     deals = np.random.default_rng(seed)  # R3: each round deals the next permutation of it
     order = deals.permutation(cfg.num_tiles).tolist()
-    if not cfg.skip_forced:  # (with skip_forced the engine may have moved on already)
+    if not skip_forced:  # (with skip_forced the engine may have moved on already)
         check_deal(engine, order)
     policy = np.random.default_rng(policy_seed)
     probes = np.random.default_rng(policy_seed + 1)
@@ -260,13 +276,13 @@ def play_engine_game(
         if finished:
             stats.rounds += len(finished)
             in_round = 0
-            if not cfg.skip_forced:  # each decision is one action: recompute R12 exactly
+            if not skip_forced:  # each decision is one action: recompute R12 exactly
                 check(len(finished) == 1, "one_round_per_step")
                 expected = expected_points(engine, hands, boneyard, action)
                 check(finished[0] == expected, "round_points", f"{finished} vs {expected}")
             nxt = (rounds_before + len(finished)) % cfg.num_rounds  # the countdown may restart
             check(engine.game_over or engine.round == nxt, "round_index")
-            if not engine.game_over and not cfg.skip_forced:
+            if not engine.game_over and not skip_forced:
                 check_deal(engine, deals.permutation(cfg.num_tiles).tolist())
             elif not engine.game_over:
                 deals.permutation(cfg.num_tiles)  # keep in step with the engine's deals
@@ -284,10 +300,12 @@ def play_engine_game(
         raise Fault(f"step_after_game: action {action} was accepted")
 
 
-def play_env_game(cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: Stats) -> None:
+def play_env_game(
+    cfg: ChickenFootConfig, options: DriverOptions, seed: int, policy_seed: int, stats: Stats
+) -> None:
     from cf_env.envs.env import env as make_env  # the AEC adapter (pettingzoo) only when needed
 
-    env = make_env(**cfg.to_dict())
+    env = make_env(**cfg.to_dict(), **options.to_dict())
     env.reset(seed=seed)
     raw, engine = env.unwrapped, env.unwrapped.engine
     policy = np.random.default_rng(policy_seed)
@@ -310,18 +328,18 @@ def play_env_game(cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: St
         rounds_before = len(engine.scores[0])
         env.step(int(policy.choice(np.flatnonzero(obs["action_mask"]))))
         stats.steps += 1
-        if cfg.reward_mode == "zero_sum" and len(engine.scores[0]) > rounds_before:
+        if options.reward_mode == "zero_sum" and len(engine.scores[0]) > rounds_before:
             check(abs(sum(raw.rewards.values())) < 1e-9, "zero_sum")
     check(engine.game_over, "env_game_over")
     stats.rounds += len(engine.scores[0])
     stats.actions += len(engine.history)
-    wants = reference.game_returns(cfg, engine.scores)
+    wants = reference.game_returns(cfg, options.reward_mode, engine.scores)
     for agent, want in zip(env.possible_agents, wants):
         check(abs(returns[agent] - want) < 1e-6, "env_return", f"{agent}: {returns}")
 
 
 def play_single_agent_game(
-    cfg: ChickenFootConfig, seed: int, policy_seed: int, stats: Stats
+    cfg: ChickenFootConfig, options: DriverOptions, seed: int, policy_seed: int, stats: Stats
 ) -> None:
     """A whole game through the single-agent env (`cf_env.single_agent`), random legal learner
     actions against random and greedy opponents; then `reset(seed)` on the used env and the same
@@ -329,9 +347,14 @@ def play_single_agent_game(
     from cf_env.envs.single_agent import ChickenFootSingleAgentEnv
 
     # The adapter skips the learner's forced moves itself; "win" pays only at a game's end.
-    cfg = cfg.replace(skip_forced=False)
-    episode = "game" if cfg.reward_mode == "win" else "round"
-    env = ChickenFootSingleAgentEnv(cfg, opponents=["random", "greedy"], episode=episode)
+    episode = "game" if options.reward_mode == "win" else "round"
+    env = ChickenFootSingleAgentEnv(
+        cfg,
+        opponents=["random", "greedy"],
+        episode=episode,
+        reward_mode=options.reward_mode,
+        illegal_action=options.illegal_action,
+    )
     engine = env.engine
 
     def play() -> list:
@@ -397,7 +420,7 @@ def soak(
     start = last_report = time.perf_counter()
     cpu_start = time.process_time()
     while stats.steps < steps:
-        cfg = random_config(rng)
+        cfg, options = random_config(rng)
         game_seed, policy_seed = (int(x) for x in rng.integers(0, 2**31, size=2))
         through_env = env_every > 0 and stats.games % env_every == env_every - 1
         extras = extras_every > 0 and stats.games % extras_every == 0
@@ -406,20 +429,20 @@ def soak(
         )
         try:
             if through_env:
-                play_env_game(cfg, game_seed, policy_seed, stats)
+                play_env_game(cfg, options, game_seed, policy_seed, stats)
                 stats.env_games += 1
             elif through_single:
-                play_single_agent_game(cfg, game_seed, policy_seed, stats)
+                play_single_agent_game(cfg, options, game_seed, policy_seed, stats)
                 stats.single_agent_games += 1
             else:
-                play_engine_game(cfg, game_seed, policy_seed, stats, extras)
+                play_engine_game(cfg, options, game_seed, policy_seed, stats, extras)
         except Exception as err:  # any crash is a fault too; record it and carry on
             kind = str(err).split(":")[0] if isinstance(err, Fault) else type(err).__name__
             stats.faults.append(
                 {
                     "kind": kind,
                     "fault": f"{type(err).__name__}: {err}"[:500],
-                    "config": cfg.to_dict(),
+                    "config": {**cfg.to_dict(), **options.to_dict()},
                     "game_seed": game_seed,
                     "policy_seed": policy_seed,
                     "path": "env" if through_env else "single-agent" if through_single else "engine",

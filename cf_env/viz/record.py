@@ -14,9 +14,11 @@ action — plus the result, so a replay can prove it reached the same end::
     }
 
 * ``actions`` are action ids of the public codec (`actions.py`). They are *every* action the
-  engine applied, including those it took itself under ``skip_forced`` — so a replay turns
-  ``skip_forced`` off and applies them one by one (forced moves draw nothing from the RNG, so the
-  deals are the same).
+  engine applied, including those it took itself under ``skip_forced`` — so a replay runs
+  without ``skip_forced`` (a driver option, never part of ``config``) and applies them one by
+  one (forced moves draw nothing from the RNG, so the deals are the same). Records written
+  before the driver options left the rules also hold ``reward_mode``, ``skip_forced`` and
+  ``illegal_action`` in ``config``; a reader drops them.
 * ``final.scores`` is ``engine.scores`` (per seat, the points of each round, R12); ``winners`` the
   R13 winners. ``final`` is null when the game was stopped before its end.
 * Version history: 1 — first version. A reader rejects a newer version with a clear message.
@@ -483,9 +485,9 @@ def record_config(record: dict) -> ChickenFootConfig:
 
 
 def replay_config(record: dict) -> ChickenFootConfig:
-    """The config a replay runs under: the record's, with `skip_forced` off."""
-    # The record lists forced actions too; replaying them one by one needs skip_forced off.
-    return record_config(record).replace(skip_forced=False)
+    """The config a replay runs under: the record's rules. The engine replays without
+    `skip_forced` (its default): the record lists forced actions too, applied one by one."""
+    return record_config(record)
 
 
 @dataclass
