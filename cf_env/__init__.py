@@ -28,7 +28,7 @@ Adapters import gymnasium/pettingzoo, so this package imports them only when use
 """
 
 from cf_env import _moved
-from cf_env.core.config import ChickenFootConfig
+from cf_env.core.config import ChickenFootConfig, DriverOptions
 from cf_env.core.engine import Engine, IllegalActionError, SnapshotError
 from cf_env.core.observation import OBSERVATION_VERSION
 
@@ -36,6 +36,7 @@ _moved.install()
 
 __all__ = [
     "ChickenFootConfig",
+    "DriverOptions",
     "Engine",
     "IllegalActionError",
     "OBSERVATION_VERSION",
