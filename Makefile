@@ -11,7 +11,7 @@ $(VENV)/.installed: pyproject.toml
 	# The CPU build of torch first: any other torch request pulls a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
 	# The TorchRL and Tianshou extras (their examples are tested: tests/test_examples.py) and the
-	# benchmark's peers (connect_four_v3 needs pygame: tests/test_bench.py).
+	# benchmark's peers (connect_four_v3 needs pygame: tests/tools/test_bench.py).
 	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou,bench]'
 	touch $@
 
@@ -31,7 +31,7 @@ $(RLLIB_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-rllib: $(RLLIB_VENV)/.installed
-	$(RLLIB_VENV)/bin/python -m pytest -q tests/test_rllib.py tests/test_readme.py tests/test_examples.py -k "rllib"
+	$(RLLIB_VENV)/bin/python -m pytest -q tests/training/test_rllib.py tests/test_readme.py tests/test_examples.py -k "rllib"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check cf_env training tests examples

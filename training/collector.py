@@ -32,7 +32,7 @@ reverse pass over the buffer following the links (`next[i] > i` always).
 
 Privileged vector (the critic's extra input, training only): the other seats' hands,
 egocentric (the seat's left neighbour first, clockwise: (n-1)*T bits) and the boneyard's
-contents (T bits). The actor never reads it (`tests/test_selfplay.py` swaps hidden tiles and
+contents (T bits). The actor never reads it (`tests/training/test_selfplay.py` swaps hidden tiles and
 checks the actor's output is unchanged).
 
 Speed: no per-decision numpy allocation that can be avoided: observations are written straight

@@ -26,7 +26,7 @@ from cf_env.core.tiles import tile_tables
 class RandomPolicy:
     """Uniform over the legal actions. `act_bits` is the mask-only fast path
     (`cf_env.agents.policies`): ``rng.choice(array)`` draws exactly ``rng.integers(len(array))``, so
-    both entry points consume the RNG identically (tests/test_bots.py checks it)."""
+    both entry points consume the RNG identically (tests/agents/test_bots.py checks it)."""
 
     def __init__(self, config: ChickenFootConfig, seed: int | None = None):
         self.config = config

@@ -639,7 +639,7 @@ class Engine:
         """Lay `tile` where `_slot` says (the decision `placement` reports) and update the ends.
 
         `_slot`'s decision is applied inline, reading the same phase: a call per placement
-        costs 3% of a random playout (measured), and tests/test_i16_engine.py checks that every
+        costs 3% of a random playout (measured), and tests/core/test_i16_engine.py checks that every
         tile of random games lands where `placement` said."""
         arms, phase = self.arms, self._phase
         if phase != "R6":  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
@@ -738,7 +738,7 @@ class Engine:
         `clone` builds new bytearrays, numpy views and a deep-copied RNG each time, which costs
         more than the rollout that follows. Here the boards are overwritten in place and only
         the containers play mutates are copied. The result equals `other.clone()` field by field
-        (tests/test_ismcts.py checks every slot). The RNG only deals later rounds: `rng=False`
+        (tests/agents/test_ismcts.py checks every slot). The RNG only deals later rounds: `rng=False`
         leaves this engine's own (a search that stops at the round's end never uses it)."""
         if other.config is not self.config and other.config != self.config:
             raise ValueError("copy_from needs an engine with the same config (its boards' sizes)")

@@ -207,7 +207,7 @@ class ObservedState:
 
 class ObservationDecoder:
     """Turns an observation vector back into integers, using only the declared layout (the
-    inverse of `Encoder.observe`: tests/test_i16_agents.py round-trips them)."""
+    inverse of `Encoder.observe`: tests/agents/test_i16_agents.py round-trips them)."""
 
     def __init__(self, config: ChickenFootConfig):
         self.config = config
@@ -261,7 +261,7 @@ class SeatView:
     hand after the seat drew, the voids after an opponent drew or passed, hand sizes, scalars,
     one-hot bits). Anything else (another engine, a new round or game, a restore) is built from
     scratch by `Encoder.observe`. Every call returns a fresh copy, equal to `Encoder.observe`
-    (tests/test_fuzz.py checks each call).
+    (tests/core/test_fuzz.py checks each call).
     """
 
     def __init__(self, encoder: Encoder):

@@ -1,7 +1,7 @@
 """The reference rules model: a second statement of the rules, written apart from the engine.
 
 It owns the independent check of `cf_env.core.engine`: the soak (`cf_env.tools.soak`) and the
-property tests (`tests/test_fuzz.py`) both compare the engine with it, so each rule the checks
+property tests (`tests/core/test_fuzz.py`) both compare the engine with it, so each rule the checks
 rely on is written here once. It is written from `docs/rules.md` and the action contract
 (`cf_env.core.actions`) alone and must never import the engine, its tables or its scoring (a
 shared bug would then agree with itself); only the config, which states the variant, is shared.

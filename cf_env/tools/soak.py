@@ -30,7 +30,7 @@ search variants, games to a target score, double-blank value, tie-break, reward 
   placeholder alone, and stepping raises and changes nothing.
 
 The rules these checks expect (deals, legality, R11-R13, rewards) come from
-`cf_env.tools.reference`, the rules model written apart from the engine that `tests/test_fuzz.py`
+`cf_env.tools.reference`, the rules model written apart from the engine that `tests/core/test_fuzz.py`
 uses too.
 
 Any exception or broken invariant is a fault: it is recorded with the config and seeds that

@@ -30,7 +30,7 @@ from cf_env.viz.record import read_record, replay_engine
 from cf_env.viz.render import arm_labels, move_name
 from cf_env.viz.render_image import canvas_size
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--players", "2", "--max-pips", "6", "--rounds", "1", "--opponents", "random"]
 
 

@@ -29,10 +29,10 @@ from training import ppo
 from training.config import load_config
 from training.plot import load_evals
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
 TINY = ["--config", SMOKE, "--set", "total_steps=128", "--set", "eval.every_steps=128",
-        "--set", "algo=maskable_ppo"]  # the SB3 path; self-play: tests/test_selfplay.py
+        "--set", "algo=maskable_ppo"]  # the SB3 path; self-play: tests/training/test_selfplay.py
 
 
 def run_main(argv: list[str]) -> tuple[object, str]:

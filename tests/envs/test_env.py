@@ -62,7 +62,7 @@ def test_pettingzoo_render_test(config):
 
 
 def test_entry_points_and_registry():
-    # v0 (deprecated, its old infos) is tested in tests/test_info_schema.py.
+    # v0 (deprecated, its old infos) is tested in tests/envs/test_info_schema.py.
     assert isinstance(chicken_foot_v1.env(), pettingzoo.AECEnv)
     assert chicken_foot_v1.raw_env is cf_env.raw_env
     made = pettingzoo.make("aec", "cf_env/chicken_foot-v1", num_players=3)

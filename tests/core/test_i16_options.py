@@ -22,7 +22,7 @@ from cf_env.core.config import OPTION_FIELDS, RULE_FIELDS, DriverOptions, split_
 from cf_env.core.observation import Encoder
 from cf_env.viz.record import record_from_engine, replay_engine, validate_record
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OLD_OPTIONS = {"reward_mode": "zero_sum", "skip_forced": False, "illegal_action": "raise"}
 
 

@@ -14,7 +14,7 @@ from cli_errors import user_error
 from cf_env.tools import demo
 from training import ship
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "checkpoints" / "ppo-4p-d9"
 
 

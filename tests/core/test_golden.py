@@ -1,7 +1,7 @@
 """Golden games: fixed seeds must replay the recorded games exactly, step by step.
 
 They pin the deal (R3/R5), the rules (R6-R13), the rewards and the observation encoding across
-refactors. Each game is stored as a readable text transcript in `tests/golden/<name>.txt` (like
+refactors. Each game is stored as a readable text transcript in `tests/core/golden/<name>.txt` (like
 OpenSpiel's playthroughs): per round the deal; per step the acting seat, its hand, a short hash of
 its observation and mask, its reward, the legal actions by name and the action taken; per round
 end the layout, the hands, the points and the scores. A failure shows a diff of the first lines
@@ -9,7 +9,7 @@ that changed, so what changed (a deal, a legal set, an arm, a score) reads off t
 
 If a change is *meant* to alter games or observations, regenerate (never done by CI):
 
-    python -m tests.test_golden --regen
+    python -m tests.core.test_golden --regen
 
 and bump OBSERVATION_VERSION when the observation changed.
 """
@@ -58,7 +58,7 @@ def transcript(name: str) -> str:
     digest = hashlib.sha256()
     out = [
         f"# Golden game {name!r}: cf_env.env(**{config!r}), reset(seed={seed}); every decision",
-        "# uniform over the mask from numpy default_rng(seed). Regenerate: python -m tests.test_golden --regen",
+        "# uniform over the mask from numpy default_rng(seed). Regenerate: python -m tests.core.test_golden --regen",
         "config " + " ".join(f"{k}={v}" for k, v in fields.items()),
     ]
 
@@ -145,7 +145,7 @@ def test_i16_golden_cases_are_all_stored():
 
 if __name__ == "__main__":
     if "--regen" not in sys.argv[1:]:
-        sys.exit("usage: python -m tests.test_golden --regen   (rewrites tests/golden/*.txt)")
+        sys.exit("usage: python -m tests.core.test_golden --regen   (rewrites tests/core/golden/*.txt)")
     for case in CASES:
         path = GOLDEN / f"{case}.txt"
         path.write_text(transcript(case))

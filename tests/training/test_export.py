@@ -25,7 +25,7 @@ from training import checkpoints as ckpt
 from training import export as ex
 from training import ppo
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
 SHIPPED = ROOT / "checkpoints" / "ppo-4p-d9"
 

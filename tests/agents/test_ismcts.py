@@ -27,7 +27,7 @@ from cf_env.tools.soak import check_position
 from training.evaluate import evaluate
 from training.evaluate import main as evaluate_main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # actor-only, 4 players double-9
 D9 = ChickenFootConfig()
 

@@ -33,7 +33,7 @@ from training.selfplay import (
     load_trainer_state,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
 QUIET = ["--set", "progress_bar=false"]
 

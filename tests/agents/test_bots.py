@@ -318,7 +318,7 @@ register_policy("greedy", mine)
 print(load_policy("greedy", config, seed=0), load_policy("random", config, seed=0) != "mine")
 print(policy_names())
 """
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120
     )

@@ -22,7 +22,7 @@ from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder, ObservationDecoder, ObservedState
 from training import checkpoints
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # 4 players double-9, the default game
 
 # One working spec per form of the table, and the class it builds.

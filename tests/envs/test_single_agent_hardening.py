@@ -22,7 +22,7 @@ from cf_env.envs.env import raw_env
 from cf_env.envs.single_agent import ENV_ID, ChickenFootSingleAgentEnv, SpecOpponents
 from cf_env.viz.render_image import render_rgb
 
-SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "ppo-4p-d9"
+SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints" / "ppo-4p-d9"
 
 
 def _state(env) -> tuple:

@@ -24,7 +24,7 @@ from training import ppo
 from training.config import TrainConfig, load_config
 from training.opponents import OpponentPool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
 
 
@@ -32,7 +32,7 @@ SMOKE = str(ROOT / "configs" / "smoke.yaml")
 def smoke_run(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
     ppo.main(["--config", SMOKE, "--set", f"runs_dir={runs}", "--set", "run_name=smoke",
-              "--set", "algo=maskable_ppo"])  # the SB3 path (self-play: tests/test_selfplay.py)
+              "--set", "algo=maskable_ppo"])  # the SB3 path (self-play: tests/training/test_selfplay.py)
     return runs / "smoke"
 
 
