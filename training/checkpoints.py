@@ -188,9 +188,9 @@ def _prune(folder: Path) -> None:
         if pointer.is_file():
             keep.add(json.loads(pointer.read_text())["path"])
     for child in folder.iterdir():
-        if child.is_dir() and child.name.startswith("step_") and child.name not in keep:
-            shutil.rmtree(child, ignore_errors=True)
-        elif child.name.startswith(".step_"):  # a temp dir left by a crashed write
+        stale = child.is_dir() and child.name.startswith("step_") and child.name not in keep
+        crashed = child.name.startswith(".step_")  # a temp dir left by a crashed write
+        if stale or crashed:
             shutil.rmtree(child, ignore_errors=True)
 
 

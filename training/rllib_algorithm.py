@@ -116,7 +116,7 @@ class ChickenFootCallbacks(RLlibCallback):
         if env_runner is None or rl_module is None:
             return
         worker = int(env_runner.worker_index or 0)
-        for module_id in rl_module.keys():
+        for module_id in rl_module.keys():  # noqa: SIM118 (a MultiRLModule, not a dict)
             module = rl_module[module_id]
             if isinstance(module, BotRLModule) and module.worker_index != worker:
                 module.reseed(worker)

@@ -72,6 +72,7 @@ MaskablePPO's ceiling: `python -m training.bench` (README, Training).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing as mp
 import signal
@@ -315,10 +316,8 @@ class ProcessCollection:
 
     def close(self) -> None:
         for conn in self.conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.send(None)
-            except OSError:
-                pass
         for proc in self.procs:
             proc.join(timeout=5)
             if proc.is_alive():

@@ -30,13 +30,13 @@ START_SEARCHES = ("turns", "all_draw", "lower_double")
 # published tables go while leaving a boneyard of at least a fifth of the set.
 _HAND_TABLE: dict[int, dict[int, int]] = {
     6: {2: 7, 3: 7, 4: 5},
-    9: {**{n: 7 for n in range(2, 8)}, 8: 6},
-    12: {**{n: 12 for n in range(2, 5)}, 5: 11, 6: 11, 7: 9, 8: 9, 9: 8, 10: 7},
-    15: {**{n: 15 for n in range(2, 6)}, 6: 14, 7: 12, 8: 12, 9: 11, 10: 10, 11: 9, 12: 9},
+    9: {**dict.fromkeys(range(2, 8), 7), 8: 6},
+    12: {**dict.fromkeys(range(2, 5), 12), 5: 11, 6: 11, 7: 9, 8: 9, 9: 8, 10: 7},
+    15: {**dict.fromkeys(range(2, 6), 15), 6: 14, 7: 12, 8: 12, 9: 11, 10: 10, 11: 9, 12: 9},
     18: {
-        **{n: 18 for n in range(2, 6)},
-        **{n: 15 for n in range(6, 9)},
-        **{n: 12 for n in range(9, 13)},
+        **dict.fromkeys(range(2, 6), 18),
+        **dict.fromkeys(range(6, 9), 15),
+        **dict.fromkeys(range(9, 13), 12),
         13: 11,
         14: 10,
     },

@@ -630,7 +630,7 @@ class Engine:
 
     def _anyone_can_place(self) -> bool:
         attach = self._attach
-        for bits in self._hand_bits:  # a loop, not any(<generator>): this runs every late step
+        for bits in self._hand_bits:  # noqa: SIM110 (a loop, not any(<generator>): this runs every late step)
             if bits & attach:
                 return True
         return False

@@ -114,10 +114,7 @@ def render_text(engine, viewer: int | None = None) -> str:
         + ("  GAME OVER" if engine.game_over else f"  to act: player_{engine.current}")
     ]
     for index, arm in enumerate(engine.arms):
-        if arm.parent == -1:
-            root = "centre"
-        else:
-            root = f"foot on arm {labels[arm.parent]}"
+        root = "centre" if arm.parent == -1 else f"foot on arm {labels[arm.parent]}"
         chain = " ".join(f"[{a}|{tables.other_end(t, a)}]" for t, a in arm.tiles) or "(no tiles)"
         tip = "closed (foot)" if arm.tip < 0 and arm.tiles else f"open {arm.tip}"
         lines.append(f"  arm {labels[index]} from {root}: {chain}  -> {tip}")

@@ -104,7 +104,7 @@ def test_layout_is_queryable_and_covers_the_vector():
 def test_every_observation_piece_is_used_in_a_playout():
     env = cf_env.raw_env(num_rounds=3)
     env.reset(seed=4)
-    seen = {name: False for name in env.observation_layout}
+    seen = dict.fromkeys(env.observation_layout, False)
 
     def look(env, agent, obs):
         for name, piece in env.unwrapped.observation_layout.items():

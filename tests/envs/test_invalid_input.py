@@ -202,7 +202,7 @@ STATES = {
     # R9: a chicken foot is pending.
     "foot": lambda e: e.foot_value >= 0 and not e.game_over,
     # Right after a round ended: the next round's first decision.
-    "next_round": lambda e: e.round == 1 and not e.history[-1][0] == 1,
+    "next_round": lambda e: e.round == 1 and e.history[-1][0] != 1,
 }
 
 
