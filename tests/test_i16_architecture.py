@@ -337,12 +337,40 @@ def test_i16_engine_imports_without_gymnasium_and_pettingzoo():
     assert run.stdout.startswith("ok")
 
 
+
+def engine_internal_reads(root: Path) -> list[str]:
+    """Uses of the engine's private names (its `_` slots and methods) outside `cf_env.core`,
+    on anything but `self`: above the core, modules use the engine's public methods only."""
+    from cf_env.core.engine import Engine
+
+    private = {n for n in Engine.__slots__ if n.startswith("_")}
+    private |= {n for n in vars(Engine) if n.startswith("_") and not n.startswith("__")}
+    found = []
+    for module, path in modules_under(root).items():
+        if layer(module) == "cf_env.core":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr in private
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                found.append(f"{module}:{node.lineno} reads {ast.unparse(node)}")
+    return found
+
+
+def test_i16_nothing_above_the_core_reaches_into_engine_internals(tmp_path):
+    assert engine_internal_reads(ROOT) == []
+    # The check sees such a read (a copy of one module with one added):
+    play = tmp_path / "cf_env" / "tools" / "play.py"
+    play.parent.mkdir(parents=True)
+    play.write_text("def peek(engine):\n    return engine._legal\n", encoding="utf-8")
+    assert engine_internal_reads(tmp_path) == ["cf_env.tools.play:2 reads engine._legal"]
+
 if __name__ == "__main__":
     tree = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT
     for title, found in (
         ("core imports", core_violations(tree)),
         ("layer order", layer_violations(tree)),
         ("cycles", cycle_violations(tree)),
+        ("engine internals", engine_internal_reads(tree)),
     ):
         print(f"{title}: {len(found)}")
         for line in found:
