@@ -25,6 +25,7 @@ import ast
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -363,6 +364,35 @@ def test_i16_nothing_above_the_core_reaches_into_engine_internals(tmp_path):
     play.parent.mkdir(parents=True)
     play.write_text("def peek(engine):\n    return engine._legal\n", encoding="utf-8")
     assert engine_internal_reads(tmp_path) == ["cf_env.tools.play:2 reads engine._legal"]
+
+
+def test_i16_old_flat_paths_are_the_moved_modules():
+    """`cf_env._moved`: every old path imports the very module object of its new path (so a
+    monkeypatch of either patches both), which keeps its own spec; `cf_env.env` stays the
+    factory; `python -m <old path>` runs the moved program."""
+    import importlib
+
+    import cf_env
+    from cf_env._moved import MOVED
+
+    for old, new in MOVED.items():
+        with warnings.catch_warnings():  # chicken_foot_v0 warns on import (deprecated)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = importlib.import_module(old)
+        assert module is importlib.import_module(new), old
+        assert module.__spec__.name == new and module.__name__ == new
+    assert callable(cf_env.env) and cf_env.env is importlib.import_module("cf_env.envs.env").env
+    assert cf_env.engine is importlib.import_module("cf_env.core.engine")  # attribute access too
+    run = subprocess.run(
+        [sys.executable, "-m", "cf_env.demo", "--players", "2", "--rounds", "1", "--seed", "3"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    direct = subprocess.run(
+        [sys.executable, "-m", "cf_env.tools.demo", "--players", "2", "--rounds", "1", "--seed", "3"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == direct.stdout and "round" in run.stdout.lower()
 
 if __name__ == "__main__":
     tree = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT
