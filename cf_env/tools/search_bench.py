@@ -70,8 +70,14 @@ def before_module():
         ["git", "show", f"{BEFORE_COMMIT}:cf_env/ismcts.py"], cwd=root, capture_output=True,
         text=True, check=True,
     ).stdout
-    # The decoder it imports from the bots lives beside the encoder now (issue 16).
-    source = source.replace("from .bots import", "from cf_env.core.observation import")
+    # The decoder it imports from the bots lives beside the encoder now, and skip_forced is an
+    # engine option, no longer a config field (issue 16).
+    for then, now in (
+        ("from .bots import", "from cf_env.core.observation import"),
+        ('config.replace(skip_forced=True, illegal_action="raise")', "config"),
+        ("Engine(self.search_config, seed=0)", "Engine(self.search_config, seed=0, skip_forced=True)"),
+    ):
+        source = source.replace(then, now)
     spec = importlib.util.spec_from_loader("cf_env._ismcts_before", loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "cf_env"
