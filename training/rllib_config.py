@@ -13,7 +13,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
-from cf_env.core.config import ChickenFootConfig, DriverOptions, split_options
+from cf_env.core.config import ChickenFootConfig, split_options
 from training.checkpoints import ACTIVATIONS
 from training.config import dataclass_from_dict, read_config_data
 from training.rllib_compat import make_bot
@@ -115,10 +115,6 @@ class RLlibTrainConfig:
     def rules(self) -> ChickenFootConfig:
         return split_options(self.env.rules)[0]
 
-    def options(self) -> DriverOptions:
-        """The env's driver options that `env.rules` names (`skip_forced`, ...)."""
-        return split_options(self.env.rules)[1]
-
     def env_keywords(self) -> dict:
         """`env.rules` resolved: every rule and driver option, the env's keywords."""
         rules, options = split_options(self.env.rules)
@@ -131,7 +127,6 @@ class RLlibTrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
-
 
 
 def config_from_dict(data: dict) -> RLlibTrainConfig:

@@ -277,9 +277,6 @@ class DriverOptions:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def replace(self, **changes) -> DriverOptions:
-        return dataclasses.replace(self, **changes)
-
 
 RULE_FIELDS = tuple(f.name for f in dataclasses.fields(ChickenFootConfig) if f.init)
 OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(DriverOptions))
