@@ -28,9 +28,10 @@ for user code and the names `register_policy` adds. A spec is ``name`` or ``name
 factory is called as ``factory(config=ChickenFootConfig, seed=int | None)``, with ``arg=<arg>``
 when the spec has one, and returns a policy. The table names each built-in factory by its
 "module:function" path, imported when a policy is built (never per decision): this module
-imports no agent (a bot is loaded only when asked for), and the agents import nothing from it. `load_policy` is the one public
-function that turns a spec into a policy; `validate_policy_spec` builds one through it to check a
-spec up front (e.g. before a training run starts).
+imports no agent (a bot is loaded only when asked for), and the agents the table names (bots,
+search, checkpoint reader) import nothing from it. `load_policy` is the one public function that
+turns a spec into a policy; `validate_policy_spec` builds one through it to check a spec up
+front (e.g. before a training run starts).
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ def config_from_params(params: Mapping[str, object] | None) -> ChickenFootConfig
 
 
 def game_parameters(config: ChickenFootConfig) -> dict[str, object]:
-    """The OpenSpiel parameters of `config`'s rules (its driver options are left out)."""
+    """The OpenSpiel parameters of `config` (the rules: `RULE_FIELDS`, None as 0)."""
     return {name: (0 if getattr(config, name) is None else getattr(config, name)) for name in RULE_FIELDS}
 
 
