@@ -362,19 +362,17 @@ def _card_rules(specs: list[str]) -> tuple[str, dict] | None:
     """(spec, rules) from the card of the first opponent playing a checkpoint (``ppo:``,
     ``guided:``), or None without one.
 
-    The rules are every config field the checkpoint was trained with except those that change
-    neither the game nor the observation (`cf_env.agents.checkpoint.NEUTRAL_FIELDS`). Other
-    checkpoint opponents are checked against the resulting config when they load.
+    The rules are every rule the checkpoint was trained with (`ChickenFootConfig.from_dict`
+    drops the driver options old cards also name, `cf_env.agents.checkpoint.NEUTRAL_FIELDS`).
+    Other checkpoint opponents are checked against the resulting config when they load.
     """
+    from cf_env.agents.checkpoint import read_card
     from cf_env.agents.policies import spec_checkpoint
 
     for spec in specs:
         path = spec_checkpoint(spec)
         if path:
-            from cf_env.agents.checkpoint import NEUTRAL_FIELDS, read_card
-
-            trained = ChickenFootConfig.from_dict(read_card(path)["env_config"]).to_dict()
-            return spec, {k: v for k, v in trained.items() if k not in NEUTRAL_FIELDS}
+            return spec, ChickenFootConfig.from_dict(read_card(path)["env_config"]).to_dict()
     return None
 
 
