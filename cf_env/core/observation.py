@@ -161,6 +161,11 @@ class Encoder:
         return view
 
 
+def _divisors(cfg: ChickenFootConfig) -> dict[str, float]:
+    """The pieces encoded as a count over a divisor other than 1 (the rest: the count itself)."""
+    return {"hand_sizes": cfg.hand_size, "scores": cfg.points_scale, "boneyard_size": cfg.num_tiles}
+
+
 class _CountPieces:
     """The pieces that are a count over a fixed divisor (open ends, the per-seat pieces, the
     spinner, the toes and, in observations, the boneyard): their positions and divisors, so one
@@ -169,8 +174,7 @@ class _CountPieces:
 
     def __init__(self, layout: Layout, cfg: ChickenFootConfig, seat_pieces: list[str]):
         s = layout.slices
-        divisor = {"hand_sizes": cfg.hand_size, "scores": cfg.points_scale}
-        divisor["boneyard_size"] = cfg.num_tiles
+        divisor = _divisors(cfg)
         names = ["open_ends", *seat_pieces, "spinner_arms_empty", "foot_toes_left"]
         names += ["boneyard_size"] if "boneyard_size" in s else []
         self.index = np.concatenate([np.arange(s[name].start, s[name].stop) for name in names])
@@ -218,8 +222,7 @@ class ObservationDecoder:
         # (a handful of numpy calls per decode instead of four per piece; policies decode at
         # every decision).
         self.scale = np.ones(layout.size, dtype=np.float64)
-        for name, factor in (("boneyard_size", config.num_tiles), ("hand_sizes", config.hand_size),
-                             ("scores", config.points_scale)):
+        for name, factor in _divisors(config).items():
             self.scale[self.slices[name]] = factor
 
     def decode(self, vector: np.ndarray) -> ObservedState:
