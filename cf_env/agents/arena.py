@@ -1,11 +1,12 @@
 """The arena: the one loop that plays policies through a game's decisions.
 
-Every driver of policies plays through `Arena`: `training.evaluate` and `cf_env.tools.demo`
-(whole games, `play`), the single-agent adapter `cf_env.envs.single_agent` (the opponents' turns
-between the learner's, `play(stop_seat, round_end=True)`) and the terminal game
-`cf_env.tools.play` (the opponents' moves one at a time, `decide`, so that each is narrated; a
-driver that checks the game between decisions does the same). So the conventions of
-`cf_env.agents.policies` are carried out here, once:
+The drivers that play policies through a game use `Arena`: `training.evaluate` and
+`cf_env.tools.demo` (whole games, `play`), the single-agent adapter `cf_env.envs.single_agent`
+(the opponents' turns between the learner's, `play(stop_seat, round_end=True)`) and the terminal
+game `cf_env.tools.play` (the opponents' moves one at a time, `decide`, so that each is narrated;
+a driver that checks the game between decisions does the same). The self-play collector
+(`training.collector`) keeps its own loop, which batches learner seats across many games. So the
+conventions of `cf_env.agents.policies` are carried out here, once:
 
 * **Forced decisions** (exactly one legal action: most draws and passes) are applied without
   asking the policy. An arena built with `ask_forced=True` asks them too (the terminal game
