@@ -27,6 +27,8 @@ Adapters import gymnasium/pettingzoo, so this package imports them only when use
 `python -m cf_env.play`, ...) still work (`cf_env._moved`).
 """
 
+import importlib
+
 from cf_env import _moved
 from cf_env.core.config import ChickenFootConfig, DriverOptions
 from cf_env.core.engine import Engine, IllegalActionError, SnapshotError
@@ -56,13 +58,9 @@ def __getattr__(name: str):
         from cf_env.envs import env as aec
 
         return getattr(aec, name)
-    if name in ("chicken_foot_v1", "chicken_foot_v0"):
-        import importlib
-
-        return importlib.import_module(f"cf_env.envs.{name}")
-    if f"cf_env.{name}" in _moved.MOVED:  # `cf_env.engine.Engine` as before the move
-        import importlib
-
+    if name in ("chicken_foot_v1", "chicken_foot_v0") or f"cf_env.{name}" in _moved.MOVED:
+        # The versioned entry points, and old flat paths (`cf_env.engine.Engine` as before the
+        # move), imported on first use.
         return importlib.import_module(f"cf_env.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
