@@ -277,6 +277,10 @@ class DriverOptions:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def replace(self, **changes) -> DriverOptions:
+        """A copy with `changes`, validated like the constructor (as `ChickenFootConfig.replace`)."""
+        return dataclasses.replace(self, **changes)
+
 
 RULE_FIELDS = tuple(f.name for f in dataclasses.fields(ChickenFootConfig) if f.init)
 OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(DriverOptions))
