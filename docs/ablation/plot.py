@@ -34,7 +34,8 @@ def main() -> None:
     ax.axhline(25, color="grey", linestyle=":", label="parity (25%)")
     ax.set_xlabel("wall-clock minutes of training")
     ax.set_ylabel("single-round win rate vs 3x heuristic (%)")
-    ax.set_title(f"Equal wall-clock ablation ({data['secs'] / 60:.1f} min each, 4p double-9)")
+    how = f"one after the other, {data['nproc']} cores" if data.get("sequential") else "side by side"
+    ax.set_title(f"Equal wall-clock ablation ({data['secs'] / 60:.0f} min each, {how}; 4p double-9)")
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
