@@ -2,12 +2,13 @@
 # Issue 13 ablation: three learners for the same wall-clock (SECS, default 400 s), side by side,
 # then every frozen snapshot evaluated against 3x heuristic (200 duplicate single-round deals,
 # seed 1); writes $OUT/ablation.json (docs/ablation/plot.py draws it). Run from the repository
-# root. The shipped figure ran on a 16-core x86-64 host (the session's lent accelerator machine,
-# CPUs only; Python 3.12, torch 2.11), with the wheels of gymnasium, pettingzoo, SB3, sb3-contrib
-# and openskill carried in .devwheels/. Locally: SKIP_PIP=1 OUT=/tmp/x bash docs/ablation/run.sh
-# in the activated venv (the three learners then share 2 cores: not the same experiment), or
-# SEQUENTIAL=1 to give each learner the whole machine in turn (SECS each; what a 2-core machine
-# can compare fairly). SP_SNAPSHOT_EVERY (default 500000) spaces the self-play arms' snapshots.
+# root. The shipped figure (docs/ablation/ablation.json) is the 2-core run, each learner with the
+# whole machine in turn: SEQUENTIAL=1 SECS=1800 SP_SNAPSHOT_EVERY=1000000 SKIP_PIP=1 OUT=<dir>
+# bash docs/ablation/run.sh in the activated venv (about 110 minutes). Without SEQUENTIAL the
+# three learners run side by side (a fair comparison only where there are cores for all three:
+# ablation-400s-16cores.json is that run on a 16-core host, with the wheels of gymnasium,
+# pettingzoo, SB3, sb3-contrib and openskill carried in .devwheels/, installed unless SKIP_PIP).
+# SP_SNAPSHOT_EVERY (default 500000) spaces the self-play arms' snapshots.
 set -u
 [ -n "${SKIP_PIP:-}" ] || python3 -m pip install -q --no-deps --no-index .devwheels/*.whl 2>&1 | tail -2
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
