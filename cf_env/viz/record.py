@@ -481,13 +481,9 @@ def validate_record(data: object) -> dict:
 
 
 def record_config(record: dict) -> ChickenFootConfig:
-    return ChickenFootConfig.from_dict(record["config"])
-
-
-def replay_config(record: dict) -> ChickenFootConfig:
-    """The config a replay runs under: the record's rules. The engine replays without
+    """The record's rules: the config a replay runs under. The engine replays without
     `skip_forced` (its default): the record lists forced actions too, applied one by one."""
-    return record_config(record)
+    return ChickenFootConfig.from_dict(record["config"])
 
 
 @dataclass
@@ -513,7 +509,7 @@ def iter_replay(record: dict) -> Iterator[ReplayStep]:
     (with an extra `round_over` state showing the finished table whenever a round ends).
     Raises `RecordError` at the first illegal action and if the result differs from `final`."""
     record = validate_record(record)
-    engine = Engine(replay_config(record), record["seed"])
+    engine = Engine(record_config(record), record["seed"])
     yield ReplayStep(0, -1, None, engine)
     for index, action in enumerate(record["actions"], start=1):
         seat = engine.current
@@ -536,7 +532,7 @@ def iter_replay(record: dict) -> Iterator[ReplayStep]:
 def replay_engine(record: dict) -> Engine:
     """Re-simulate a record; returns the engine at its end (checked against `final`)."""
     record = validate_record(record)
-    engine = Engine(replay_config(record), record["seed"])
+    engine = Engine(record_config(record), record["seed"])
     for index, action in enumerate(record["actions"]):
         if engine.game_over:
             raise RecordError(f"record action #{index} ({action}) comes after the end of the game")
@@ -601,7 +597,6 @@ __all__ = [
     "read_records",
     "record_config",
     "record_from_engine",
-    "replay_config",
     "replay_engine",
     "round_end_view",
     "save_record",

@@ -29,7 +29,6 @@ from cf_env.viz.record import (
     iter_replay,
     read_record,
     record_config,
-    replay_config,
     replay_engine,
 )
 from cf_env.viz.render import move_name, round_label, round_number
@@ -262,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _move_lines(record: dict) -> list[str]:
-    engine = Engine(replay_config(record), record["seed"])
+    engine = Engine(record_config(record), record["seed"])
     names = seat_names(record)
     lines = []
     for index, action in enumerate(record["actions"]):

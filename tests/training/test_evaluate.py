@@ -11,7 +11,7 @@ import pytest
 from cli_errors import user_error
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.viz.record import read_record, replay_config, replay_engine
+from cf_env.viz.record import read_record, record_config, replay_engine
 from training.evaluate import (
     IllegalPolicyActionError,
     evaluate,
@@ -66,7 +66,7 @@ def read_records(folder) -> dict[str, dict]:
 def deals_of(record: dict) -> list[dict]:
     """Each round's deal in a recorded game, found by replaying it: every seat's hand once R5
     placed the start double, and the boneyard in draw order."""
-    engine = Engine(replay_config(record), record["seed"])
+    engine = Engine(record_config(record), record["seed"])
 
     def deal() -> dict:
         hands = [engine.hand(seat) for seat in range(engine.num_players)]
