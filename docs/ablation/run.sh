@@ -21,9 +21,10 @@ arm timeout -s INT $SECS python3 -m training.ppo --config configs/default.yaml -
   --set ppo.n_epochs=4 --set ppo.batch_size=512 --set run_name=sb3_single_seat \
   --set opponents.snapshot_every=100000 $common > $R/sb3.log 2>&1
 for crit in true false; do
-  # The shipped recipe's step-size schedule is spread over its 28M steps; an arm keeps it.
+  # The shipped recipe's step-size schedule is spread over its 28M steps; an arm keeps it. The
+  # shipped ablation ran before the recipe's win bonus went from 0.1 to 1.0: it keeps 0.1.
   arm timeout -s INT $SECS python3 -m training.ppo --config configs/selfplay-4p-d9.yaml \
-    --set run_name=selfplay_critic_$crit --set selfplay.privileged_critic=$crit \
+    --set run_name=selfplay_critic_$crit --set selfplay.privileged_critic=$crit --set selfplay.win_bonus=0.1 \
     --set opponents.snapshot_every=${SP_SNAPSHOT_EVERY:-500000} $common > $R/sp_$crit.log 2>&1
 done
 wait

@@ -20,7 +20,7 @@
 # $OUT/search.json collects the figures README quotes; docs/search/plot.py draws curve.png.
 set -eu
 OUT=${OUT:-docs/search}
-CKPT=${CKPT:-checkpoints/selfplay-4p-d9}
+CKPT=${CKPT:-checkpoints/selfplay-4p-d9-v2}
 WORKERS=${WORKERS:-$(nproc)}
 DEALS=${DEALS:-500}
 TARGET_DEALS=${TARGET_DEALS:-2000}

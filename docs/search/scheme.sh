@@ -4,7 +4,7 @@
 # opponent B (docs/search/variants.py factories) with two heuristic seats, 4 players double-9,
 # single rounds, seed 0, SEARCH_MS=25 ms of CPU per decision. The shipped results ran one at a
 # time at nice 19 on a 2-core machine shared with a training run (A-E) and other jobs (F-J);
-# A-E played the previous checkpoints/selfplay-4p-d9 (commit c7e1a0a), G-J the reshipped one.
+# A-E played the previous checkpoints/selfplay-4p-d9 (commit c7e1a0a), G-J the reshipped one (now checkpoints/selfplay-4p-d9-v2).
 # About 2.5 min of CPU per 100 deals on an idle core. OUT=/tmp/scheme bash docs/search/scheme.sh
 set -eu
 OUT=${OUT:-docs/search/scheme}
@@ -18,7 +18,7 @@ run() {  # name deals A B
 run A_root_vs_plain 100 root variants:plain
 run B_root_vs_rootc1 100 root variants:root_c1
 run C_net4_vs_root 100 net4 variants:root
-run D_root_vs_ppo 100 root ppo:checkpoints/selfplay-4p-d9
+run D_root_vs_ppo 100 root ppo:checkpoints/selfplay-4p-d9-v2
 run E_all_vs_root 100 all variants:root
 run F_plainfollow_vs_plain 100 plain_follow variants:plain
 run G_rootfollow_vs_root 100 root_follow variants:root

@@ -2,7 +2,7 @@
 
 Each is a `module:factory` spec with `docs/search` on PYTHONPATH, e.g.
 `PYTHONPATH=docs/search python -m training.evaluate --agent variants:net4 ...`. The checkpoint is
-`SEARCH_CKPT` (default checkpoints/selfplay-4p-d9) and the budget `SEARCH_MS` milliseconds of CPU
+`SEARCH_CKPT` (default checkpoints/selfplay-4p-d9-v2) and the budget `SEARCH_MS` milliseconds of CPU
 time per decision (default 25), or `SEARCH_ITERATIONS` iterations when set.
 
 * `plain`      — `ismcts` with greedy rollouts (no network).
@@ -33,7 +33,7 @@ def _budget() -> dict:
 
 
 def _guided(config, seed, **options) -> ISMCTSPolicy:
-    path = os.environ.get("SEARCH_CKPT", "checkpoints/selfplay-4p-d9")
+    path = os.environ.get("SEARCH_CKPT", "checkpoints/selfplay-4p-d9-v2")
     guide = NetworkGuide(load_policy(f"ppo:{path}", config, seed), config, label=path)
     options.setdefault("puct", float(os.environ.get("SEARCH_C", "0.25")))
     options.setdefault("rollout", "greedy")
