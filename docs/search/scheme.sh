@@ -4,7 +4,8 @@
 # opponent B (docs/search/variants.py factories) with two heuristic seats, 4 players double-9,
 # single rounds, seed 0, SEARCH_MS=25 ms of CPU per decision. The shipped results ran one at a
 # time at nice 19 on a 2-core machine shared with a training run (A-E) and other jobs (F-J);
-# A-E played the previous checkpoints/selfplay-4p-d9 (commit c7e1a0a), G-J the reshipped one (now checkpoints/selfplay-4p-d9-v2).
+# A-E played the previous checkpoints/selfplay-4p-d9 (commit c7e1a0a), G-J the reshipped one
+# (now checkpoints/selfplay-4p-d9-v2).
 # About 2.5 min of CPU per 100 deals on an idle core. OUT=/tmp/scheme bash docs/search/scheme.sh
 set -eu
 OUT=${OUT:-docs/search/scheme}
