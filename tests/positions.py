@@ -1,12 +1,17 @@
 """Build engine positions for scenario tests through the public `restore` contract.
 
 Tests name tiles as (a, b) pairs; tiles a test does not place go to the bottom of the boneyard,
-so every position holds the full set exactly once (R1).
+so every position holds the full set exactly once (R1). `decisions` and `hidden_shuffle` give
+the search tests seeded positions and the same positions with the hidden tiles dealt again.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from cf_env import ChickenFootConfig, Engine
+from cf_env.agents.policies import load_policy
+from cf_env.core.observation import Encoder
 from cf_env.core.tiles import tile_tables
 
 
@@ -112,3 +117,41 @@ def play(engine: Engine, name: str) -> list[list[int]]:
     attached, free = (int(x) for x in pair.split("|"))
     t = int(tables.tile_id[attached, free])
     return engine.step(2 * t + (0 if tables.pairs[t][0] == attached else 1))
+
+
+def decisions(config: ChickenFootConfig, seed: int, share: float = 0.3, skip_forced: bool = False):
+    """(engine, observation) at a share of the real choices of a seeded game (random and greedy
+    seats: random play draws and passes often, so voids and drawn tiles are common)."""
+    engine, encoder = Engine(config, seed=seed, skip_forced=skip_forced), Encoder(config)
+    rng = np.random.default_rng(seed)
+    players = [load_policy("random" if s % 2 else "greedy", config, seed + s)
+               for s in range(config.num_players)]
+    while not engine.game_over:
+        legal = engine.legal_bits()
+        obs = None
+        if legal & (legal - 1) and rng.random() < share:
+            obs = {"observation": encoder.observe(engine, engine.current),
+                   "action_mask": engine.legal_action_mask()}
+            yield engine, obs
+        if obs is None:
+            obs = {"observation": encoder.observe(engine, engine.current),
+                   "action_mask": engine.legal_action_mask()}
+        engine.step(players[engine.current].act(obs))
+
+
+def hidden_shuffle(engine: Engine, keep: int, rng: np.random.Generator):
+    """Every hand but seat `keep`'s and the boneyard dealt again from their own tiles at random,
+    sizes kept (the drawn tile stays with the acting seat)."""
+    n = engine.num_players
+    fixed = {keep, engine.current} if engine.drawn_tile >= 0 else {keep}
+    pool = [t for s in range(n) if s not in fixed for t in engine.hand(s)]
+    pool += list(reversed(engine.boneyard))
+    pool = [pool[i] for i in rng.permutation(len(pool))]
+    hands, at = [], 0
+    for s in range(n):
+        if s in fixed:
+            hands.append(engine.hand(s))
+        else:
+            hands.append(pool[at : at + engine.hand_counts[s]])
+            at += engine.hand_counts[s]
+    return hands, pool[at:]

@@ -5,7 +5,8 @@ The format, and reading, validating and playing a checkpoint, are `cf_env.agents
 `training.checkpoints` is the whole checkpoint API for trainers and tools. This module adds what
 needs a trainer: the actor's weights of an SB3 model, its card, and the writers. `model.zip`
 (sb3-contrib `MaskablePPO`) and `trainer.pt` (self-play trainer state) are written beside
-`card.json` and `policy.npz` for resuming training.
+`card.json` and `policy.npz` for resuming training; `write_value_head` turns a `trainer.pt`'s
+privileged critic into the shipped `value.npz` (`training.ship` calls it).
 
 Atomicity: a checkpoint is written into a fresh temporary directory, which is renamed into place
 (`step_<N>/`, a name that did not exist) only when complete; the run's `latest.json` / `best.json`
@@ -38,15 +39,18 @@ from cf_env.agents.checkpoint import (  # noqa: F401  (the reader, re-exported: 
     CheckpointMismatchError,
     NumpyPolicy,
     PickleRefusedError,
+    ValueHead,
     check_compatible,
     layer_sizes,
     load_ppo_policy,
+    load_value_head,
     load_weights,
     read_card,
     read_json,
     read_pointer,
     resolve_checkpoint,
     sha256_file,
+    value_entry,
 )
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.observation import OBSERVATION_VERSION, observation_layout
@@ -139,6 +143,30 @@ def write_weights_checkpoint(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def write_value_head(folder: str | os.PathLike, trainer_file: str | os.PathLike,
+                     activation: str, reward: Mapping) -> dict:
+    """Write the privileged critic held in a self-play `trainer_file` as `folder/value.npz`;
+    return the card's `value` entry for it (`cf_env.agents.checkpoint`, "Value head").
+
+    `reward` is the reward the critic was trained on: `reward_mode`, `win_bonus`, `episode`."""
+    import torch  # the write side only: reading a value head needs numpy alone
+
+    state = torch.load(trainer_file, map_location="cpu", weights_only=True)["critic"]
+    layers = sorted({int(key.split(".")[0]) for key in state})
+    arrays = {}
+    for i, k in enumerate(layers):
+        arrays[f"W{i}"] = state[f"{k}.weight"].numpy().astype(np.float32)
+        arrays[f"b{i}"] = state[f"{k}.bias"].numpy().astype(np.float32)
+    file = Path(folder) / "value.npz"
+    np.savez(file, **arrays)
+    return {"sha256": sha256_file(file),
+            "net_arch": [int(arrays[f"b{i}"].shape[0]) for i in range(len(layers) - 1)],
+            "activation": activation,
+            "inputs": ["observation", "privileged"],
+            "reward": {"reward_mode": str(reward["reward_mode"]),
+                       "win_bonus": float(reward["win_bonus"]), "episode": str(reward["episode"])}}
 
 
 def write_pointer(folder: Path, name: str, target: Path, **info) -> None:

@@ -30,9 +30,9 @@ simplest exact choice (nothing carries over between rollouts, so every rollout i
 dataset), at the cost of one extra batched critic pass per rollout. GAE (`compute_gae`) is one
 reverse pass over the buffer following the links (`next[i] > i` always).
 
-Privileged vector (the critic's extra input, training only): the other seats' hands,
-egocentric (the seat's left neighbour first, clockwise: (n-1)*T bits) and the boneyard's
-contents (T bits). The actor never reads it (`tests/training/test_selfplay.py` swaps hidden tiles and
+Privileged vector (the critic's extra input, training only; `Encoder.privileged`, laid out by
+`cf_env.core.observation.privileged_layout`): the other seats' hands, egocentric (the seat's left
+neighbour first, clockwise: (n-1)*T bits) and the boneyard's contents (T bits). The actor never reads it (`tests/training/test_selfplay.py` swaps hidden tiles and
 checks the actor's output is unchanged).
 
 Speed: no per-decision numpy allocation that can be avoided: observations are written straight
@@ -51,8 +51,8 @@ import torch
 from cf_env.agents.policies import legal_fast_path, load_policy
 from cf_env.core.config import ChickenFootConfig, DriverOptions
 from cf_env.core.engine import Engine
-from cf_env.core.observation import Encoder, SeatView
-from cf_env.core.rewards import game_rewards, round_rewards
+from cf_env.core.observation import Encoder, SeatView, privileged_layout
+from cf_env.core.rewards import game_rewards, round_rewards, win_bonus
 
 from .checkpoints import NumpyPolicy, load_ppo_policy, read_card
 from .opponents import pool_entries
@@ -62,8 +62,9 @@ ILLEGAL_LOGIT = -1e8  # masked logits: large and finite, so the entropy has no N
 
 
 def privileged_size(config: ChickenFootConfig) -> int:
-    """Length of the privileged vector: the other seats' hands and the boneyard."""
-    return config.num_players * config.num_tiles
+    """Length of the privileged vector (`cf_env.core.observation.privileged_layout`): the other
+    seats' hands and the boneyard."""
+    return privileged_layout(config).size
 
 
 def sample_masked(logits: torch.Tensor, mask: torch.Tensor, generator: torch.Generator):
@@ -175,13 +176,10 @@ class Collector:
         self.rng = np.random.default_rng(seed)
         self.generator = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
         self.encoder = Encoder(config)
-        n, count = config.num_players, config.num_tiles
         self.obs_size = self.encoder.layout.size
         self.priv_size = privileged_size(config)
         self.num_actions = config.num_actions
         self._mask_bytes = (self.num_actions + 7) // 8
-        self._others = [self.encoder.opponents[seat] for seat in range(n)]
-        self._hands_size = (n - 1) * count
         self._built: dict[tuple[int, int, str], object] = {}
         for path in snapshots:
             self.add_snapshot(path)
@@ -293,9 +291,7 @@ class Collector:
             low = min(points)
             winners = [s for s in range(n) if points[s] == low]
             if self.win_bonus:
-                share = self.win_bonus / len(winners)
-                mean = self.win_bonus / n
-                rewards = [r + (share if s in winners else 0.0) - mean for s, r in enumerate(rewards)]
+                rewards = [r + b for r, b in zip(rewards, win_bonus(points, self.win_bonus))]
             if game.engine.game_over and points is finished[-1]:
                 rewards = [a + b for a, b in zip(rewards, game_rewards(cfg, mode, game.engine.winners))]
             ends = self.episode == "round" or (game.engine.game_over and points is finished[-1])
@@ -318,10 +314,7 @@ class Collector:
         d = self.obs_size
         view.observe(engine, seat, out=state_row[:d])
         if self.privileged:
-            hands = engine.hands
-            state_row[d : d + self._hands_size] = hands.take(self._others[seat], axis=0).reshape(-1)
-            np.logical_not(engine.on_table | hands.any(axis=0), out=state_row[d + self._hands_size:],
-                           casting="unsafe")
+            self.encoder.privileged(engine, seat, out=state_row[d:])
 
     def _masks(self, legal: list[int], out: np.ndarray) -> None:
         nbytes = self._mask_bytes

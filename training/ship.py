@@ -1,7 +1,8 @@
 """`python -m training.ship <run-dir> <dest>`: package a run's checkpoint as a shipped agent.
 
 Copies the run's chosen checkpoint (`--which best|latest`) to `<dest>/` in the weights-only
-format (card.json, policy.npz; never model.zip, which unpickles on load: see `training.export`),
+format (card.json, policy.npz, and for a self-play run with a privileged critic value.npz, the
+value head `lookahead:` search reads; never model.zip, which unpickles on load: see `training.export`),
 evaluates it with `training.evaluate` against each baseline — the bot on every other seat, duplicate
 deals with seat rotation — over single rounds and over full games, draws the learning curve, and
 writes the card: `card.json` (the checkpoint card plus `training` and
@@ -36,6 +37,7 @@ from pathlib import Path
 from cf_env import ChickenFootConfig
 
 from . import checkpoints as ckpt
+from .config import config_from_dict
 from .evaluate import evaluate, fail, plan_evaluation
 from .plot import plot_run
 
@@ -163,6 +165,9 @@ def _build(plan: ShipPlan, folder: Path) -> dict:
         shutil.copy2(plan.source / name, folder / name)
     card = ckpt.read_card(folder)
     config = ChickenFootConfig.from_dict(card["env_config"])
+    value = _value_head(plan, folder, card)
+    if value is not None:
+        card["value"] = value
     card["training"] = {
         "run": plan.run_dir.name,
         "checkpoint": f"{plan.which} ({plan.source.name})",
@@ -199,6 +204,19 @@ def _build(plan: ShipPlan, folder: Path) -> dict:
     plot_run(plan.run_dir, folder / "learning_curve.png")
     (folder / "card.md").write_text(card_markdown(card, plan.dest))
     return card
+
+
+def _value_head(plan: ShipPlan, folder: Path, card: dict) -> dict | None:
+    """Write `value.npz` from the checkpoint's `trainer.pt` when its critic is privileged (the
+    value head `lookahead:` search reads); None for MaskablePPO runs and the ablation's
+    observation-only critic."""
+    trainer = plan.source / "trainer.pt"
+    train = config_from_dict(card["train_config"]) if "train_config" in card else None
+    if not trainer.is_file() or train is None or not train.selfplay.privileged_critic:
+        return None
+    reward = {"reward_mode": train.options().reward_mode, "win_bonus": train.selfplay.win_bonus,
+              "episode": train.env.episode}
+    return ckpt.write_value_head(folder, trainer, card["activation"], reward)
 
 
 def _replace(staging: Path, dest: Path) -> None:

@@ -7,6 +7,7 @@ checkpoint plays with numpy alone. A checkpoint is a directory:
 |---|---|---|
 | `card.json` | format, steps, env config, `OBSERVATION_VERSION`, sizes, network, provenance | everything |
 | `policy.npz` | the actor's weights as plain arrays (`W0, b0, W1, b1, …`, loaded without pickle) | playing |
+| `value.npz` | optional: the privileged critic's weights (`W0, b0, …`), described by the card's `value` entry | `lookahead:` search (`load_value_head`) |
 | `model.zip` | the full sb3-contrib `MaskablePPO` (value net, optimiser state) | resuming training (`algo: maskable_ppo`) |
 | `trainer.pt` | self-play trainer state: actor, critic, optimiser, counters, pool (`torch.save` of plain state dicts, read with `weights_only=True`) | resuming training (`algo: selfplay`) |
 
@@ -37,6 +38,15 @@ and bounds the architecture). A pointer (`latest.json`, `best.json`) may name on
 directory beside it: one folder name, no `.`/`..`/absolute path, no symlink leading elsewhere, and
 never another pointer (so pointer chains and cycles cannot occur).
 
+Value head (optional; self-play agents shipped by `training.ship` carry one): the card's `value`
+entry describes `value.npz`, the critic trained beside the actor. It reads the observation, then
+the privileged vector (`cf_env.core.observation.privileged_layout`: the opponents' hands and the
+boneyard), so it values *full-information* positions: a search plays it on determinizations,
+never on the real game. The entry: `sha256` (of value.npz), `net_arch`, `activation`, `inputs`
+(`["observation", "privileged"]`) and `reward` — `reward_mode`, `win_bonus` and `episode`, the
+reward it predicts the return of (a search must score a finished round on the same scale).
+`load_value_head` validates the entry and the file as strictly as the policy's.
+
 Compatibility (`check_compatible`): a checkpoint plays only in an env with the same rules and
 observation encoding. A card's `env_config` holds the rules (`ChickenFootConfig.to_dict()`);
 cards written before the driver options left the rules also hold `reward_mode`, `skip_forced`
@@ -60,7 +70,7 @@ from pathlib import Path
 import numpy as np
 
 from cf_env.core.config import OPTION_FIELDS, ChickenFootConfig
-from cf_env.core.observation import OBSERVATION_VERSION, observation_layout
+from cf_env.core.observation import OBSERVATION_VERSION, observation_layout, privileged_layout
 
 CHECKPOINT_FORMAT = 1
 # The driver options, which old cards' env_config still names: they change neither the rules of
@@ -364,14 +374,28 @@ def load_weights(
             raise _refuse_pickle(Path(directory), "policy.npz is missing; only the SB3 model.zip "
                                  "is here")
         raise CheckpointError(f"{file}: missing (a checkpoint needs card.json and policy.npz)")
+    if card is not None and "policy_sha256" not in card:  # a hand-made card may lack it
+        raise CheckpointError(f"{file}: the card gives no policy_sha256 to check it against")
+    return _read_layers(
+        file,
+        None if card is None else layer_sizes(card),
+        None if card is None else card["policy_sha256"],
+        "(observation_size, net_arch…, num_actions)",
+    )
+
+
+def _read_layers(file: Path, sizes: list[int] | None, sha256: str | None,
+                 sizes_from: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The validated (W, b) layers of an MLP weights file (`load_weights`, `load_value_head`):
+    with `sizes`, its layer sizes must be those; with `sha256`, its digest must be that."""
     if file.stat().st_size > MAX_POLICY_BYTES:
         raise CheckpointError(f"{file}: {file.stat().st_size} bytes, over the {MAX_POLICY_BYTES}"
-                              "-byte limit for a policy (refused unread)")
+                              "-byte limit for a network (refused unread)")
     try:
         with zipfile.ZipFile(file) as archive:
             declared = _declared_arrays(file, archive)
             layers = len(declared) // 2
-            _check_layer_shapes(file, declared, layers, card)
+            _check_layer_shapes(file, declared, layers, sizes, sizes_from)
             arrays = {}
             for name, (info, _, _) in declared.items():
                 with archive.open(info) as stream:
@@ -393,14 +417,12 @@ def load_weights(
                 raise CheckpointError(f"{file}: {name} holds NaN or infinite values")
         weights.append((arrays[f"W{i}"].astype(np.float32), arrays[f"b{i}"].astype(np.float32)))
     # Last, so a damaged file is reported by what is wrong with it rather than by its digest.
-    if card is not None:
-        if "policy_sha256" not in card:  # `read_card` requires it; a hand-made card may lack it
-            raise CheckpointError(f"{file}: the card gives no policy_sha256 to check it against")
+    if sha256 is not None:
         digest = sha256_file(file)
-        if digest != card["policy_sha256"]:
+        if digest != sha256:
             raise CheckpointError(
-                f"{file}: sha256 {digest[:16]}… differs from card.json's policy_sha256 "
-                f"{str(card['policy_sha256'])[:16]}… (truncated, corrupted or replaced)"
+                f"{file}: sha256 {digest[:16]}… differs from card.json's "
+                f"{str(sha256)[:16]}… (truncated, corrupted or replaced)"
             )
     return weights
 
@@ -461,9 +483,10 @@ def _declared_arrays(file: Path, archive: zipfile.ZipFile) -> dict:
     return declared
 
 
-def _check_layer_shapes(file: Path, declared: dict, layers: int, card: Mapping | None) -> None:
-    """Raise `CheckpointError` unless the declared shapes chain into an MLP (and, with a card,
-    have exactly the card's layer sizes: `CheckpointMismatchError`)."""
+def _check_layer_shapes(file: Path, declared: dict, layers: int, sizes: list[int] | None,
+                        sizes_from: str) -> None:
+    """Raise `CheckpointError` unless the declared shapes chain into an MLP (and, with `sizes`,
+    have exactly those layer sizes: `CheckpointMismatchError`)."""
     for i in range(layers):
         W, b = declared[f"W{i}"][1], declared[f"b{i}"][1]
         if b[0] != W[0]:
@@ -473,12 +496,12 @@ def _check_layer_shapes(file: Path, declared: dict, layers: int, card: Mapping |
                 f"{file}: W{i} takes {W[1]} inputs but layer {i - 1} gives "
                 f"{declared[f'W{i - 1}'][1][0]}"
             )
-    if card is not None:
-        sizes = [declared["W0"][1][1]] + [declared[f"W{i}"][1][0] for i in range(layers)]
-        if sizes != layer_sizes(card):
+    if sizes is not None:
+        found = [declared["W0"][1][1]] + [declared[f"W{i}"][1][0] for i in range(layers)]
+        if found != list(sizes):
             raise CheckpointMismatchError(
-                f"{file}: layer sizes {sizes} (inputs, hidden…, actions) but card.json says "
-                f"{layer_sizes(card)} (observation_size, net_arch…, num_actions)"
+                f"{file}: layer sizes {found} (inputs, hidden…, outputs) but card.json says "
+                f"{list(sizes)} {sizes_from}"
             )
 
 
@@ -503,6 +526,98 @@ def load_ppo_policy(
     weights = load_weights(directory, card)
     return NumpyPolicy(weights, card["activation"], deterministic=deterministic, seed=seed,
                        adapt=adapt)
+
+
+# ---------------------------------------------------------------------------------- value heads
+VALUE_FILE = "value.npz"
+VALUE_INPUTS = ["observation", "privileged"]
+VALUE_KEYS = {"sha256": str, "net_arch": list, "activation": str, "inputs": list, "reward": dict}
+REWARD_KEYS = {"reward_mode": str, "win_bonus": (int, float), "episode": str}
+
+
+class ValueHead:
+    """A shipped critic in numpy: `values(observations, privileged)` for a batch of rows.
+
+    The observation rows are the env's (fewer rounds than the checkpoint's: the round piece's
+    padding columns are dropped from the first layer once, which is exact since they would
+    multiply zeros). `reward` is the card's: what the values are the expected return of."""
+
+    def __init__(self, weights: list[tuple[np.ndarray, np.ndarray]], activation: str,
+                 reward: Mapping, drop_columns: range = range(0)):
+        W0, b0 = weights[0]
+        if len(drop_columns):
+            W0 = np.delete(W0, list(drop_columns), axis=1)
+        self.layers = [(np.ascontiguousarray(W.T), b) for W, b in [(W0, b0), *weights[1:]]]
+        self.activation = np.tanh if activation == "tanh" else (lambda x: np.maximum(x, 0.0))
+        self.reward = dict(reward)
+        self.input_size = self.layers[0][0].shape[0]
+
+    def values(self, rows: np.ndarray) -> np.ndarray:
+        """Values of `rows` (B, observation + privileged), float32 in, (B,) out."""
+        x = rows
+        for W, b in self.layers[:-1]:
+            x = self.activation(x @ W + b)
+        W, b = self.layers[-1]
+        return (x @ W + b)[:, 0]
+
+
+def value_entry(card: Mapping, file: Path) -> dict:
+    """The card's validated `value` entry; `CheckpointError` naming `file` when absent or bad."""
+    entry = card.get("value")
+    if entry is None:
+        raise CheckpointError(
+            f"{file}: this checkpoint has no value head (no `value` entry, no {VALUE_FILE}); "
+            "lookahead search needs one: ship a self-play run's checkpoint with training.ship, "
+            "which writes it from the run's trainer.pt"
+        )
+    if not isinstance(entry, dict):
+        raise CheckpointError(f"{file}: 'value' must be an object, got {type(entry).__name__}")
+    for keys, where in ((VALUE_KEYS, entry), (REWARD_KEYS, entry.get("reward", {}))):
+        for key, kind in keys.items():
+            if not isinstance(where, dict) or key not in where:
+                raise CheckpointError(f"{file}: the value entry is missing {key!r} (it needs "
+                                      f"{sorted(VALUE_KEYS)}, reward {sorted(REWARD_KEYS)})")
+            if not isinstance(where[key], kind) or isinstance(where[key], bool):
+                raise CheckpointError(f"{file}: value {key!r} has the wrong type: "
+                                      f"{type(where[key]).__name__} {where[key]!r}")
+    if entry["inputs"] != VALUE_INPUTS:
+        raise CheckpointError(f"{file}: value inputs {entry['inputs']!r}; this code reads "
+                              f"{VALUE_INPUTS}")
+    if entry["activation"] not in ACTIVATIONS:
+        raise CheckpointError(f"{file}: value activation must be one of {ACTIVATIONS}; got "
+                              f"{entry['activation']!r}")
+    arch = entry["net_arch"]
+    if not arch or len(arch) >= MAX_LAYERS or not all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 1 << 14 for n in arch):
+        raise CheckpointError(f"{file}: value net_arch must be a list of positive ints; got "
+                              f"{arch!r}")
+    if entry["reward"]["episode"] != "round":
+        raise CheckpointError(f"{file}: the value head predicts {entry['reward']['episode']!r} "
+                              "returns; search stops at the round's end, so it needs 'round'")
+    return entry
+
+
+def load_value_head(path: str | os.PathLike, config: ChickenFootConfig) -> ValueHead:
+    """The value head of checkpoint `path` for an env of `config` (`check_compatible` first).
+
+    `CheckpointError` when the checkpoint has none or its entry or file is bad (the same
+    bounded, pickle-free reading as `load_weights`)."""
+    directory = resolve_checkpoint(path)
+    card = read_card(directory)
+    check_compatible(card, config)
+    entry = value_entry(card, directory / "card.json")
+    trained = ChickenFootConfig.from_dict(card["env_config"])
+    sizes = [card["observation_size"] + privileged_layout(trained).size, *entry["net_arch"], 1]
+    file = directory / VALUE_FILE
+    if not file.is_file():
+        raise CheckpointError(f"{file}: missing, but card.json has a value entry")
+    weights = _read_layers(file, sizes, entry["sha256"],
+                           "(observation_size + privileged, value net_arch…, 1)")
+    drop = range(0)
+    if trained.num_rounds != config.num_rounds:  # as `_round_padder`, folded into the weights
+        stop = observation_layout(config).slices["round"].stop
+        drop = range(stop, stop + trained.num_rounds - config.num_rounds)
+    return ValueHead(weights, entry["activation"], entry["reward"], drop)
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -58,8 +58,9 @@ runs played the previous `selfplay-4p-d9`):
   determinization that reaches it: +2.8 [−3.6, 9.1] for about 20% more per iteration;
 * the network choosing the first 4 moves of each rollout (about 2× per iteration: an observation
   and a forward pass per move): +3.4 [−3.3, 10.0] with greedy rollouts after them, −0.3
-  [−4.7, 4.0] with "follow". The checkpoints are actor-only: no value head for leaves or
-  truncated rollouts. Network calls are not batched: there is one per decision.
+  [−4.7, 4.0] with "follow". Network calls are not batched: there is one per decision. (The
+  checkpoints these were measured with were actor-only; self-play agents now ship a value
+  head, which `lookahead:` (`cf_env.agents.lookahead`) scores positions with.)
 
 Budgets: an iteration count, or `ms=<milliseconds>` of this process's CPU time per decision (on
 an idle core the same as wall time; a loaded machine slows the clock, not the thinking). An

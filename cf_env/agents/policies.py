@@ -23,7 +23,8 @@ Two conventions shared by everything that drives policies (the single-agent adap
 
 Specs (used by every CLI) are the table `POLICY_SPECS` — ``random``, ``greedy``, ``heuristic``,
 ``ismcts[:<iterations> | :ms=<milliseconds>]``, ``guided:<checkpoint
-path>[:<iterations> | :ms=<milliseconds>]``, ``ppo:<checkpoint path>`` — plus ``some.module:factory``
+path>[:<iterations> | :ms=<milliseconds>]``, ``lookahead:<checkpoint path>[:<determinizations>
+| :ms=<milliseconds>]``, ``ppo:<checkpoint path>`` — plus ``some.module:factory``
 for user code and the names `register_policy` adds. A spec is ``name`` or ``name:<arg>``; its
 factory is called as ``factory(config=ChickenFootConfig, seed=int | None)``, with ``arg=<arg>``
 when the spec has one, and returns a policy. The table names each built-in factory by its
@@ -97,6 +98,11 @@ POLICY_SPECS: dict[str, PolicySpec] = {
                          "guided:<checkpoint>[:<iterations> | :ms=<milliseconds>]",
                          "the same search with a checkpoint's policy as its root prior",
                          checkpoint="cf_env.agents.ismcts:guided_checkpoint"),
+    "lookahead": PolicySpec("cf_env.agents.lookahead:lookahead_from_spec", True,
+                            "lookahead:<checkpoint>[:<determinizations> | :ms=<milliseconds>]",
+                            "one move deep over determinizations, scored by a checkpoint's "
+                            "value head",
+                            checkpoint="cf_env.agents.ismcts:guided_checkpoint"),
     "ppo": PolicySpec("cf_env.agents.checkpoint:ppo_policy", True, "ppo:<checkpoint>",
                       "a weights-only checkpoint's network, argmax over the legal actions",
                       checkpoint=str),  # the arg is the path

@@ -3,11 +3,15 @@
 `observation_layout(config)` lists the pieces of a player's observation in order; each piece has a
 name, a size and an upper bound. Seats are egocentric: "self" first, then the opponents clockwise.
 Everything in it is the player's own hand or public information (R3: hands and boneyard are
-hidden). `state_layout(config)` is the full-information vector for centralised critics. `Encoder` fills
-both vectors (`SeatView` keeps one seat's observation current); `ObservationDecoder` inverts an
-observation into an `ObservedState`, the integers a policy reasons with.
+hidden). `state_layout(config)` is the full-information vector for centralised critics, and
+`privileged_layout(config)` what a seat's privileged critic reads beside its observation (the
+hidden tiles, egocentric; `training.selfplay` trains on it, `lookahead:` search reads a shipped
+value head through it). `Encoder` fills these vectors (`SeatView` keeps one seat's observation
+current); `ObservationDecoder` inverts an observation into an `ObservedState`, the integers a
+policy reasons with.
 
-Bump `OBSERVATION_VERSION` whenever a piece changes meaning, size or order: checkpoints record it.
+Bump `OBSERVATION_VERSION` whenever a piece of the observation or of the privileged vector
+changes meaning, size or order: checkpoints record it, and a shipped value head reads both.
 """
 
 from __future__ import annotations
@@ -97,6 +101,17 @@ def state_layout(cfg: ChickenFootConfig) -> Layout:
     )
 
 
+def privileged_layout(cfg: ChickenFootConfig) -> Layout:
+    count, n = cfg.num_tiles, cfg.num_players
+    return Layout(
+        [
+            Piece("opponent_hands", (n - 1) * count, 1,
+                  "each opponent's hand, left neighbour first, clockwise"),
+            Piece("boneyard", count, 1, "1 for each tile in the boneyard (its order is not shown)"),
+        ]
+    )
+
+
 class Encoder:
     """Fills observation and state vectors for one config; tables are built once.
 
@@ -111,6 +126,7 @@ class Encoder:
         self.config = cfg
         self.layout = observation_layout(cfg)
         self.state_layout = state_layout(cfg)
+        self.privileged_layout = privileged_layout(cfg)
         n = cfg.num_players
         # Egocentric seat order for each viewer: self, then clockwise.
         self.seat_order = [np.array([(seat + k) % n for k in range(n)]) for seat in range(n)]
@@ -132,6 +148,17 @@ class Encoder:
         view = self._one_hots(engine, out, s)
         if engine.drawn_tile >= 0 and engine.current == seat:
             view[s["drawn_tile"].start + engine.drawn_tile] = 1.0
+        return out
+
+    def privileged(self, engine, seat: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Seat `seat`'s privileged vector (`privileged_layout`): hidden information, for
+        critics only (never an actor's input); written into `out` when given."""
+        if out is None:
+            out = np.empty(self.privileged_layout.size, dtype=np.float32)
+        s = self.privileged_layout.slices
+        hands = engine.hands
+        out[s["opponent_hands"]] = hands.take(self.opponents[seat], axis=0).reshape(-1)
+        np.logical_not(engine.on_table | hands.any(axis=0), out=out[s["boneyard"]], casting="unsafe")
         return out
 
     def state(self, engine) -> np.ndarray:

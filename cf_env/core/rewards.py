@@ -7,6 +7,9 @@ game result (R13).
   is the per-round signal aligned with winning, dense enough to learn from, and zero-sum for
   self-play.
 * ``"win"``      — at game end only: +1 for each winner (R13, ties share), −1 for the others.
+
+`win_bonus` is the self-play trainer's optional extra (`selfplay.win_bonus`): a zero-sum bonus
+for a round's winners (R12's lowest points, ties share), added to any mode's round rewards.
 """
 
 from __future__ import annotations
@@ -28,3 +31,12 @@ def game_rewards(cfg: ChickenFootConfig, reward_mode: str, winners: list[int]) -
     if reward_mode != "win":
         return [0.0] * cfg.num_players
     return [1.0 if seat in winners else -1.0 for seat in range(cfg.num_players)]
+
+
+def win_bonus(points: list[int], bonus: float) -> list[float]:
+    """Zero-sum round-win bonus: `bonus` shared by the seats with the round's fewest points, minus
+    its mean (`bonus / n`) for every seat."""
+    low = min(points)
+    winners = sum(1 for p in points if p == low)
+    mean = bonus / len(points)
+    return [(bonus / winners if p == low else 0.0) - mean for p in points]

@@ -15,6 +15,15 @@ time per decision (default 25), or `SEARCH_ITERATIONS` iterations when set.
   other tile in hand carrying the end the move opens, as the heuristic bot's W_FOLLOW).
 * `root_follow_c01`, `net4_follow` — `root_follow` with c = 0.1, and with `net4`'s rollouts.
 
+Lookahead variants (`lookahead:`, `cf_env/agents/lookahead.py`; the checkpoint is `LOOKAHEAD_CKPT`,
+default checkpoints/selfplay-4p-d9, which has a value head; `SEARCH_DETERMINIZATIONS`
+determinizations per decision, default 64, or `SEARCH_MS` when that is set):
+
+* `lookahead_h0` — the value head scores the position at my next choice (the `lookahead:` spec).
+* `lookahead_h1` — the actor also makes my next choice; the value head scores the one after.
+* `lookahead_end` — the actor plays every seat to the round's end (no value head: flat Monte
+  Carlo with policy rollouts).
+
 Every variant names its rollout rule and c, so it measures the same thing whatever the defaults.
 """
 
@@ -22,7 +31,9 @@ from __future__ import annotations
 
 import os
 
+from cf_env.agents.checkpoint import load_value_head
 from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide
+from cf_env.agents.lookahead import LookaheadPolicy
 from cf_env.agents.policies import load_policy
 
 
@@ -82,3 +93,26 @@ def root_follow_c01(config, seed=None):
 
 def net4_follow(config, seed=None):
     return _guided(config, seed, rollout="follow", rollout_net=4)
+
+
+def _lookahead(config, seed, horizon):
+    path = os.environ.get("LOOKAHEAD_CKPT", "checkpoints/selfplay-4p-d9")
+    guide = NetworkGuide(load_policy(f"ppo:{path}", config, seed), config, label=path)
+    value = None if horizon is None else load_value_head(path, config)
+    if os.environ.get("SEARCH_MS"):
+        budget = {"ms": float(os.environ["SEARCH_MS"])}
+    else:
+        budget = {"determinizations": int(os.environ.get("SEARCH_DETERMINIZATIONS", "64"))}
+    return LookaheadPolicy(config, seed, guide, value, horizon=horizon, **budget)
+
+
+def lookahead_h0(config, seed=None):
+    return _lookahead(config, seed, 0)
+
+
+def lookahead_h1(config, seed=None):
+    return _lookahead(config, seed, 1)
+
+
+def lookahead_end(config, seed=None):
+    return _lookahead(config, seed, None)

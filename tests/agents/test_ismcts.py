@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from positions import decisions, hidden_shuffle
 
 from cf_env import ChickenFootConfig, Engine
 from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, split_guided
@@ -42,44 +43,6 @@ CONFIGS = [
     {"num_players": 5, "num_rounds": 2, "start_search": "lower_double", "skip_forced": True},
     {"num_players": 4, "max_pips": 6, "target_score": 150, "start_search": "all_draw"},
 ]
-
-
-def decisions(config: ChickenFootConfig, seed: int, share: float = 0.3, skip_forced: bool = False):
-    """(engine, observation) at a share of the real choices of a seeded game (random and greedy
-    seats: random play draws and passes often, so voids and drawn tiles are common)."""
-    engine, encoder = Engine(config, seed=seed, skip_forced=skip_forced), Encoder(config)
-    rng = np.random.default_rng(seed)
-    players = [load_policy("random" if s % 2 else "greedy", config, seed + s)
-               for s in range(config.num_players)]
-    while not engine.game_over:
-        legal = engine.legal_bits()
-        obs = None
-        if legal & (legal - 1) and rng.random() < share:
-            obs = {"observation": encoder.observe(engine, engine.current),
-                   "action_mask": engine.legal_action_mask()}
-            yield engine, obs
-        if obs is None:
-            obs = {"observation": encoder.observe(engine, engine.current),
-                   "action_mask": engine.legal_action_mask()}
-        engine.step(players[engine.current].act(obs))
-
-
-def hidden_shuffle(engine: Engine, keep: int, rng: np.random.Generator):
-    """Every hand but seat `keep`'s and the boneyard dealt again from their own tiles at random,
-    sizes kept (the drawn tile stays with the acting seat)."""
-    n = engine.num_players
-    fixed = {keep, engine.current} if engine.drawn_tile >= 0 else {keep}
-    pool = [t for s in range(n) if s not in fixed for t in engine.hand(s)]
-    pool += list(reversed(engine.boneyard))
-    pool = [pool[i] for i in rng.permutation(len(pool))]
-    hands, at = [], 0
-    for s in range(n):
-        if s in fixed:
-            hands.append(engine.hand(s))
-        else:
-            hands.append(pool[at : at + engine.hand_counts[s]])
-            at += engine.hand_counts[s]
-    return hands, pool[at:]
 
 
 # --------------------------------------------------------------------------- engine methods
@@ -319,7 +282,8 @@ def test_i14_sampler_relaxes_voids_that_admit_no_deal():
 # --------------------------------------------------------------------------- hidden information
 @pytest.mark.parametrize(
     "spec, fields",
-    [("ismcts:24", {}), (f"guided:{CKPT}:16", {}), ("ismcts:24", {"num_players": 3, "max_pips": 6})],
+    [("ismcts:24", {}), (f"guided:{CKPT}:16", {}), (f"lookahead:{CKPT}:8", {}),
+     ("ismcts:24", {"num_players": 3, "max_pips": 6})],
 )
 def test_i14_search_never_reads_hidden_information(spec, fields):
     """The hidden tiles of the real engine swapped between the opponents and the boneyard (the

@@ -239,6 +239,36 @@ def test_i13_export_of_a_selfplay_run_is_weights_only(selfplay_run, tmp_path):
 
 
 @pytest.mark.slow
+def test_i14_ship_writes_the_privileged_critic_as_the_value_head(selfplay_run, tmp_path):
+    """A shipped self-play agent carries its critic (value.npz): numpy values equal the
+    trainer's torch critic on collector rows, and `lookahead:` plays with it."""
+    pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
+    from cf_env.agents.policies import load_policy
+    from training import ship
+
+    dest = tmp_path / "agent"
+    card = ship.main([str(selfplay_run), str(dest), "--deals", "2", "--full-games", ""])
+    assert card["value"]["reward"] == {"reward_mode": "zero_sum", "win_bonus": 0.0,
+                                       "episode": "round"}
+    assert card["value"]["net_arch"] == [16] and (dest / "value.npz").is_file()
+    head = ckpt.load_value_head(dest, ChickenFootConfig())
+    critic = build_networks(load_config(str(selfplay_run / "config.yaml")))[1]
+    critic.load_state_dict(load_trainer_state(ckpt.resolve_checkpoint(selfplay_run))["critic"])
+    roll = make_collector(games=2).collect(*small_nets(ChickenFootConfig()), steps=6)
+    with torch.no_grad():
+        theirs = critic(torch.from_numpy(roll.state)).squeeze(1).numpy()
+    assert np.allclose(head.values(roll.state), theirs, atol=1e-5)
+    policy = load_policy(f"lookahead:{dest}:4", ChickenFootConfig(num_rounds=1), seed=0)
+    env = raw_env(num_rounds=1)
+    env.reset(seed=2)
+    for _ in env.agent_iter(max_iter=40):
+        obs, _, term, trunc, _ = env.last()
+        action = None if term or trunc else policy.act(obs)
+        assert action is None or obs["action_mask"][action]
+        env.step(action)
+
+
+@pytest.mark.slow
 def test_i13_resume_continues_the_step_count_and_the_pool(selfplay_run, tmp_path):
     copy = tmp_path / "sp"
     shutil.copytree(selfplay_run, copy)

@@ -1,0 +1,191 @@
+"""Determinized one-move lookahead scored by a checkpoint's value head: `lookahead:<ckpt>[:<budget>]`.
+
+A flat search (perfect-information Monte Carlo) over the acting player's legal moves. Each
+determinization is a full deal consistent with what the player has seen (`ISMCTSPolicy`'s: one
+`restore()` per decision, then `Engine.copy_from` + `Engine.redeal` on a work engine, uniform
+over consistent deals through `DealSampler`); every legal move is played on the same
+determinizations (common random numbers), and after it the other seats play the checkpoint's
+actor (argmax, as `ppo:` plays) until I am to choose again or the round ends. The position
+reached is scored by the checkpoint's **value head** (`value.npz`: the privileged critic trained
+beside the actor, which reads the observation and the hidden tiles: on a determinization the
+hidden tiles are the sampled ones), a finished round by the reward that critic was trained on
+(`cf_env.core.rewards`: the card's `reward_mode` plus its `win_bonus`). The move played has the
+best mean value over the determinizations.
+
+All the network calls of a step are batched: every determinization-and-move line waiting at an
+opponent's choice goes through one actor pass, every line waiting at my choice through one value
+pass. Matrix products of ~100 rows are where OpenBLAS starts its own threads, and beside another
+busy process those threads cost 30× more than they give, so the search runs them with one BLAS
+thread (`threadpoolctl`).
+
+Budgets: `lookahead:<ckpt>:<determinizations>` (default 64) or `lookahead:<ckpt>:ms=<ms>` of
+this process's CPU time per decision (determinizations in chunks of `CHUNK` until the time is
+spent). Only the acting player's observation is read (the real engine is never peeked at).
+
+Measured (README, "Policies"): the scheme and its figures against the guided search and the
+checkpoint playing alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from cf_env.agents.checkpoint import ValueHead, load_ppo_policy, load_value_head
+from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, parse_budget, split_guided
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.deals import DealSampler
+from cf_env.core.engine import Engine
+from cf_env.core.rewards import round_rewards, win_bonus
+
+DEFAULT_DETERMINIZATIONS = 64
+LOOKAHEAD_FORMS = (
+    "lookahead:<checkpoint>, lookahead:<checkpoint>:<determinizations> or "
+    "lookahead:<checkpoint>:ms=<milliseconds> (e.g. lookahead:checkpoints/selfplay-4p-d9:64); "
+    "the checkpoint needs a value head (value.npz)"
+)
+_BLAS = ThreadpoolController()
+
+
+class LookaheadPolicy(ISMCTSPolicy):
+    """`lookahead:`: one move deep over determinizations, scored by a value head (module doc)."""
+
+    CHUNK = 16  # determinizations per batch under a time budget
+
+    def __init__(self, config: ChickenFootConfig, seed: int | None, guide: NetworkGuide,
+                 value: ValueHead | None, determinizations: int = DEFAULT_DETERMINIZATIONS,
+                 ms: float | None = None, horizon: int | None = 0):
+        super().__init__(config, seed, iterations=determinizations, ms=ms, guide=guide)
+        if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int)
+                                    or horizon < 0):
+            raise ValueError(f"horizon must be an int >= 0 or None; got {horizon!r}")
+        if value is None and horizon is not None:
+            raise ValueError("a lookahead without a value head must play to the round's end "
+                             "(horizon=None)")
+        # How many of my later choices the actor makes before the value head scores the
+        # position (None: the actor plays every seat to the round's end, no value head).
+        self.horizon = horizon
+        self.value = value
+        reward = value.reward if value is not None else {"reward_mode": "zero_sum", "win_bonus": 0}
+        self.reward_mode = reward["reward_mode"]
+        self.bonus = float(reward["win_bonus"])
+        encoder = guide.encoder
+        self.observation_size = encoder.layout.size
+        if value is not None and value.input_size != self.observation_size + encoder.privileged_layout.size:
+            raise ValueError(f"value head takes {value.input_size} inputs; this env's observation "
+                             f"and privileged vector have {self.observation_size} + "
+                             f"{encoder.privileged_layout.size}")
+        self._mask_bytes = (config.num_actions + 7) // 8
+        self._lines: dict[ChickenFootConfig, list[Engine]] = {}
+
+    def act(self, observation: Mapping[str, np.ndarray]) -> int:
+        legal = np.flatnonzero(observation["action_mask"])
+        if legal.size == 1:
+            return int(legal[0])
+        state = self.decoder.decode(observation["observation"])
+        sampler = DealSampler.from_state(state, self.tables, self.rng)
+        root, work = self._root_engine(state, sampler)
+        hand = np.flatnonzero(state.hand).tolist()
+        moves = legal.tolist()
+        totals = np.zeros(len(moves))
+        done = 0
+        with _BLAS.limit(limits=1, user_api="blas"):
+            if self.ms is None:
+                while done < self.iterations:
+                    k = min(self.CHUNK, self.iterations - done)
+                    totals += self._values(root, work, sampler, hand, moves, k).sum(axis=0)
+                    done += k
+            else:
+                deadline = time.process_time() + self.ms / 1000.0
+                while not done or time.process_time() < deadline:
+                    totals += self._values(root, work, sampler, hand, moves, self.CHUNK).sum(axis=0)
+                    done += self.CHUNK
+        self.last_iterations = done
+        best = np.flatnonzero(totals == totals.max())
+        return int(moves[best[0]] if best.size == 1 else moves[int(self.rng.choice(best))])
+
+    def _values(self, root: Engine, work: Engine, sampler: DealSampler, hand: list[int],
+                moves: list[int], k: int) -> np.ndarray:
+        """(k, len(moves)): the value to me of each move on each of k fresh determinizations."""
+        m = len(moves)
+        lines = self._line_engines(root.config, k * m)
+        value = np.zeros(k * m)
+        waiting = []
+        for d in range(k):
+            deal = self._determinize(root, work, sampler, hand)
+            for j, move in enumerate(moves):
+                line = lines[d * m + j]
+                line.copy_from(deal, rng=False)
+                self._score_or_wait(line.step(move), d * m + j, value, waiting)
+        left = [self.horizon] * (k * m)  # my choices the actor still makes on each line
+        mine = []
+        guide = self.guide
+        while waiting:
+            movers = []
+            for i in waiting:
+                if lines[i].current or left[i] is None or left[i] > 0:
+                    movers.append(i)
+                    if not lines[i].current and left[i] is not None:
+                        left[i] -= 1
+                else:
+                    mine.append(i)
+            if not movers:
+                break
+            rows = np.stack([guide.encoder.observe(lines[i], lines[i].current) for i in movers])
+            logits = np.where(self._masks([lines[i].legal_bits() for i in movers]),
+                              guide.logits(rows), -np.inf)
+            self.network_calls += 1
+            waiting = []
+            for i, action in zip(movers, logits.argmax(axis=1).tolist()):
+                self._score_or_wait(lines[i].step(action), i, value, waiting)
+        if mine:
+            encoder, d = guide.encoder, self.observation_size
+            rows = np.empty((len(mine), self.value.input_size), np.float32)
+            for r, i in enumerate(mine):
+                rows[r, :d] = encoder.observe(lines[i], 0)
+                encoder.privileged(lines[i], 0, out=rows[r, d:])
+            value[mine] = self.value.values(rows)
+            self.network_calls += 1
+        return value.reshape(k, m)
+
+    def _score_or_wait(self, finished: list[list[int]], line: int, value: np.ndarray,
+                waiting: list[int]) -> None:
+        """A line whose round ended gets my reward for it; any other waits for its next step."""
+        if not finished:
+            waiting.append(line)
+            return
+        points = finished[0]
+        reward = round_rewards(self.config, self.reward_mode, points)[0]
+        value[line] = reward + (win_bonus(points, self.bonus)[0] if self.bonus else 0.0)
+
+    def _line_engines(self, config: ChickenFootConfig, count: int) -> list[Engine]:
+        lines = self._lines.setdefault(config, [])
+        while len(lines) < count:
+            lines.append(Engine(config, seed=0, skip_forced=True))
+        return lines[:count]
+
+    def _masks(self, legal: list[int]) -> np.ndarray:
+        nbytes = self._mask_bytes
+        raw = b"".join([bits.to_bytes(nbytes, "little") for bits in legal])
+        bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")
+        return bits.reshape(len(legal), nbytes * 8)[:, : self.config.num_actions].astype(bool)
+
+
+def lookahead_from_spec(config: ChickenFootConfig, seed: int | None = None,
+                        arg: str = "") -> LookaheadPolicy:
+    """The `lookahead:` spec's factory (`cf_env.agents.policies`): build from the
+    `<checkpoint>[:<budget>]` part."""
+    spec = f"lookahead:{arg}"
+    path, budget = split_guided(arg)
+    if not path:
+        raise ValueError(f"policy spec {spec!r} needs a checkpoint path; valid forms: "
+                         f"{LOOKAHEAD_FORMS}")
+    count, ms = parse_budget(budget, spec, LOOKAHEAD_FORMS) if budget else (None, None)
+    network = load_ppo_policy(path, config=config, seed=seed)
+    value = load_value_head(path, config)
+    return LookaheadPolicy(config, seed, NetworkGuide(network, config, label=path), value,
+                           determinizations=count or DEFAULT_DETERMINIZATIONS, ms=ms)
+
