@@ -28,6 +28,7 @@ checkpoint playing alone.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 
@@ -57,7 +58,7 @@ class LookaheadPolicy(ISMCTSPolicy):
 
     def __init__(self, config: ChickenFootConfig, seed: int | None, guide: NetworkGuide,
                  value: ValueHead | None, determinizations: int = DEFAULT_DETERMINIZATIONS,
-                 ms: float | None = None, horizon: int | None = 0):
+                 ms: float | None = None, horizon: int | None = 0, prior_weight: float = 0.0):
         super().__init__(config, seed, iterations=determinizations, ms=ms, guide=guide)
         if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int)
                                     or horizon < 0):
@@ -68,6 +69,11 @@ class LookaheadPolicy(ISMCTSPolicy):
         # How many of my later choices the actor makes before the value head scores the
         # position (None: the actor plays every seat to the round's end, no value head).
         self.horizon = horizon
+        if not (prior_weight >= 0 and math.isfinite(prior_weight)):
+            raise ValueError(f"prior_weight must be a finite number >= 0; got {prior_weight!r}")
+        # The move played maximises mean value + prior_weight * log P(move) under the actor:
+        # 0 trusts the values alone; more keeps the search nearer the actor's own choice.
+        self.prior_weight = float(prior_weight)
         self.value = value
         reward = value.reward if value is not None else {"reward_mode": "zero_sum", "win_bonus": 0}
         self.reward_mode = reward["reward_mode"]
@@ -104,7 +110,11 @@ class LookaheadPolicy(ISMCTSPolicy):
                     totals += self._values(root, work, sampler, hand, moves, self.CHUNK).sum(axis=0)
                     done += self.CHUNK
         self.last_iterations = done
-        best = np.flatnonzero(totals == totals.max())
+        score = totals / done
+        if self.prior_weight:
+            prior = self.guide.prior(np.asarray(observation["observation"], np.float32), moves)
+            score = score + self.prior_weight * np.log(np.maximum([prior[a] for a in moves], 1e-12))
+        best = np.flatnonzero(score == score.max())
         return int(moves[best[0]] if best.size == 1 else moves[int(self.rng.choice(best))])
 
     def _values(self, root: Engine, work: Engine, sampler: DealSampler, hand: list[int],

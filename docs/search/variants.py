@@ -23,6 +23,8 @@ determinizations per decision, default 64, or `SEARCH_MS` when that is set):
 * `lookahead_h1` — the actor also makes my next choice; the value head scores the one after.
 * `lookahead_end` — the actor plays every seat to the round's end (no value head: flat Monte
   Carlo with policy rollouts).
+* `lookahead_h0_prior` — `lookahead_h0` choosing by mean value + `SEARCH_PRIOR_WEIGHT` (default
+  0.05) × log P(move) under the actor.
 
 Every variant names its rollout rule and c, so it measures the same thing whatever the defaults.
 """
@@ -95,7 +97,7 @@ def net4_follow(config, seed=None):
     return _guided(config, seed, rollout="follow", rollout_net=4)
 
 
-def _lookahead(config, seed, horizon):
+def _lookahead(config, seed, horizon, prior_weight=0.0):
     path = os.environ.get("LOOKAHEAD_CKPT", "checkpoints/selfplay-4p-d9")
     guide = NetworkGuide(load_policy(f"ppo:{path}", config, seed), config, label=path)
     value = None if horizon is None else load_value_head(path, config)
@@ -103,7 +105,8 @@ def _lookahead(config, seed, horizon):
         budget = {"ms": float(os.environ["SEARCH_MS"])}
     else:
         budget = {"determinizations": int(os.environ.get("SEARCH_DETERMINIZATIONS", "64"))}
-    return LookaheadPolicy(config, seed, guide, value, horizon=horizon, **budget)
+    return LookaheadPolicy(config, seed, guide, value, horizon=horizon, prior_weight=prior_weight,
+                           **budget)
 
 
 def lookahead_h0(config, seed=None):
@@ -116,3 +119,7 @@ def lookahead_h1(config, seed=None):
 
 def lookahead_end(config, seed=None):
     return _lookahead(config, seed, None)
+
+
+def lookahead_h0_prior(config, seed=None):
+    return _lookahead(config, seed, 0, float(os.environ.get("SEARCH_PRIOR_WEIGHT", "0.05")))

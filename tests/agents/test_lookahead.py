@@ -16,6 +16,7 @@ from positions import decisions
 
 from cf_env import ChickenFootConfig
 from cf_env.agents.checkpoint import CheckpointError, load_value_head
+from cf_env.agents.ismcts import NetworkGuide
 from cf_env.agents.lookahead import LookaheadPolicy
 from cf_env.agents.policies import load_policy, spec_checkpoint, validate_policy_spec
 from cf_env.core.observation import Encoder, privileged_layout
@@ -151,8 +152,6 @@ def test_i14_lookahead_scores_a_finished_round_on_the_critics_scale():
 
 def test_i14_lookahead_to_the_rounds_end_needs_no_value_head():
     network = load_policy(f"ppo:{NO_VALUE}", ROUND, 0)
-    from cf_env.agents.ismcts import NetworkGuide
-
     policy = LookaheadPolicy(ROUND, 0, NetworkGuide(network, ROUND), None, 8, horizon=None)
     for _, obs in itertools.islice(decisions(ROUND, seed=5, share=1.0), 3):
         assert obs["action_mask"][policy.act(obs)] == 1
@@ -160,3 +159,14 @@ def test_i14_lookahead_to_the_rounds_end_needs_no_value_head():
         LookaheadPolicy(ROUND, 0, NetworkGuide(network, ROUND), None, 8)
     with pytest.raises(ValueError, match="horizon must be"):
         LookaheadPolicy(ROUND, 0, NetworkGuide(network, ROUND), None, 8, horizon=-1)
+
+
+def test_i14_a_heavy_prior_weight_plays_the_actors_own_choice():
+    network = load_policy(f"ppo:{CKPT}", ROUND, 0)
+    policy = LookaheadPolicy(ROUND, 0, NetworkGuide(network, ROUND), load_value_head(CKPT, ROUND),
+                             4, prior_weight=1e6)
+    for _, obs in itertools.islice(decisions(ROUND, seed=6, share=1.0), 5):
+        assert policy.act(obs) == network.act(obs)
+    with pytest.raises(ValueError, match="prior_weight must be"):
+        LookaheadPolicy(ROUND, 0, NetworkGuide(network, ROUND), load_value_head(CKPT, ROUND), 4,
+                        prior_weight=-1.0)
