@@ -256,6 +256,15 @@ def card_markdown(card: dict, dest: Path) -> str:
         "- files: `card.json` + `policy.npz` (weights only, loaded without pickle; see README "
         "\"Security: loading checkpoints\"). No `model.zip`: to resume training, use the run "
         "directory's own checkpoint",
+    ]
+    if "value" in card:
+        reward = card["value"]["reward"]
+        lines.append(
+            f"- value head: `value.npz`, the privileged critic (MLP {card['value']['net_arch']}; "
+            f"reads the observation and the hidden tiles; predicts the {reward['reward_mode']} "
+            f"round reward plus a win bonus of {reward['win_bonus']:g}), for search: "
+            f"`lookahead:{dest}`")
+    lines += [
         "",
         f"## Evaluation ({e['deals']} duplicate deals, seed {e['seed']}, parity "
         f"{1 / cfg['num_players']:.0%})",

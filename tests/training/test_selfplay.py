@@ -251,6 +251,7 @@ def test_i14_ship_writes_the_privileged_critic_as_the_value_head(selfplay_run, t
     assert card["value"]["reward"] == {"reward_mode": "zero_sum", "win_bonus": 0.0,
                                        "episode": "round"}
     assert card["value"]["net_arch"] == [16] and (dest / "value.npz").is_file()
+    assert f"`lookahead:{dest}`" in (dest / "card.md").read_text()
     head = ckpt.load_value_head(dest, ChickenFootConfig())
     critic = build_networks(load_config(str(selfplay_run / "config.yaml")))[1]
     critic.load_state_dict(load_trainer_state(ckpt.resolve_checkpoint(selfplay_run))["critic"])
