@@ -45,7 +45,7 @@ from cf_env.core.rewards import round_rewards, win_bonus
 DEFAULT_DETERMINIZATIONS = 64
 LOOKAHEAD_FORMS = (
     "lookahead:<checkpoint>, lookahead:<checkpoint>:<determinizations> or "
-    "lookahead:<checkpoint>:ms=<milliseconds> (e.g. lookahead:checkpoints/selfplay-4p-d9:64); "
+    "lookahead:<checkpoint>:ms=<milliseconds> (e.g. lookahead:checkpoints/selfplay-4p-d9-v3:64); "
     "the checkpoint needs a value head (value.npz)"
 )
 _BLAS = ThreadpoolController()

@@ -22,7 +22,7 @@ arm timeout -s INT $SECS python3 -m training.ppo --config configs/default.yaml -
   --set opponents.snapshot_every=100000 $common > $R/sb3.log 2>&1
 for crit in true false; do
   # The shipped recipe's step-size schedule is spread over its 28M steps; an arm keeps it. The
-  # shipped ablation ran before the recipe's win bonus went from 0.1 to 1.0: it keeps 0.1.
+  # shipped ablation ran before the recipe's win bonus went from 0.1 (to 1.0, then 3.0): it keeps 0.1.
   arm timeout -s INT $SECS python3 -m training.ppo --config configs/selfplay-4p-d9.yaml \
     --set run_name=selfplay_critic_$crit --set selfplay.privileged_critic=$crit --set selfplay.win_bonus=0.1 \
     --set opponents.snapshot_every=${SP_SNAPSHOT_EVERY:-500000} $common > $R/sp_$crit.log 2>&1

@@ -16,7 +16,7 @@ time per decision (default 25), or `SEARCH_ITERATIONS` iterations when set.
 * `root_follow_c01`, `net4_follow` — `root_follow` with c = 0.1, and with `net4`'s rollouts.
 
 Lookahead variants (`lookahead:`, `cf_env/agents/lookahead.py`; the checkpoint is `LOOKAHEAD_CKPT`,
-default checkpoints/selfplay-4p-d9, which has a value head; `SEARCH_DETERMINIZATIONS`
+default checkpoints/selfplay-4p-d9-v3, which has a value head; `SEARCH_DETERMINIZATIONS`
 determinizations per decision, default 64, or `SEARCH_MS` when that is set):
 
 * `lookahead_h0` — the value head scores the position at my next choice (the `lookahead:` spec).
@@ -98,7 +98,7 @@ def net4_follow(config, seed=None):
 
 
 def _lookahead(config, seed, horizon, prior_weight=0.0):
-    path = os.environ.get("LOOKAHEAD_CKPT", "checkpoints/selfplay-4p-d9")
+    path = os.environ.get("LOOKAHEAD_CKPT", "checkpoints/selfplay-4p-d9-v3")
     guide = NetworkGuide(load_policy(f"ppo:{path}", config, seed), config, label=path)
     value = None if horizon is None else load_value_head(path, config)
     if os.environ.get("SEARCH_MS"):

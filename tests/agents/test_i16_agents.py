@@ -24,6 +24,7 @@ from training import checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # 4 players double-9, the default game
+VALUED = str(ROOT / "checkpoints" / "selfplay-4p-d9-v3")  # the same game, with a value head
 
 # One working spec per form of the table, and the class it builds.
 SPECS = {
@@ -32,6 +33,7 @@ SPECS = {
     "heuristic": ("heuristic", "HeuristicPolicy"),
     "ismcts": ("ismcts:3", "ISMCTSPolicy"),
     "guided": (f"guided:{CKPT}:3", "ISMCTSPolicy"),
+    "lookahead": (f"lookahead:{VALUED}:3", "LookaheadPolicy"),
     "ppo": (f"ppo:{CKPT}", "NumpyPolicy"),
 }
 
@@ -70,6 +72,7 @@ def test_i16_the_table_names_every_spec_form_and_each_builds_its_policy():
         assert type(policy).__name__ == kind, spec
         assert observation["action_mask"][policy.act(observation)] == 1, spec
     assert spec_checkpoint(SPECS["guided"][0]) == CKPT == spec_checkpoint(SPECS["ppo"][0])
+    assert spec_checkpoint(SPECS["lookahead"][0]) == VALUED
     assert spec_checkpoint("ismcts:3") is None and spec_checkpoint("random") is None
 
 

@@ -30,6 +30,7 @@ from training.evaluate import main as evaluate_main
 
 ROOT = Path(__file__).resolve().parents[2]
 CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # actor-only, 4 players double-9
+VALUED = str(ROOT / "checkpoints" / "selfplay-4p-d9-v3")  # with a value head (value.npz)
 D9 = ChickenFootConfig()
 
 # Variety for the property tests: set sizes, player counts, the R8 and R5 variants, six arms,
@@ -282,7 +283,7 @@ def test_i14_sampler_relaxes_voids_that_admit_no_deal():
 # --------------------------------------------------------------------------- hidden information
 @pytest.mark.parametrize(
     "spec, fields",
-    [("ismcts:24", {}), (f"guided:{CKPT}:16", {}), (f"lookahead:{CKPT}:8", {}),
+    [("ismcts:24", {}), (f"guided:{CKPT}:16", {}), (f"lookahead:{VALUED}:8", {}),
      ("ismcts:24", {"num_players": 3, "max_pips": 6})],
 )
 def test_i14_search_never_reads_hidden_information(spec, fields):

@@ -23,7 +23,7 @@ from cf_env.core.observation import Encoder, privileged_layout
 from cf_env.core.rewards import round_rewards, win_bonus
 
 ROOT = Path(__file__).resolve().parents[2]
-CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # ships a value head (value.npz)
+CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9-v3")  # ships a value head (value.npz)
 NO_VALUE = str(ROOT / "checkpoints" / "selfplay-4p-d9-v2")  # actor only
 D9 = ChickenFootConfig()
 ROUND = D9.replace(num_rounds=1)
