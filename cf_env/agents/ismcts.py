@@ -293,10 +293,7 @@ class ISMCTSPolicy:
         legal = np.flatnonzero(observation["action_mask"])
         if legal.size == 1:
             return int(legal[0])
-        state = self.decoder.decode(observation["observation"])
-        sampler = DealSampler.from_state(state, self.tables, self.rng)
-        root_engine, work = self._root_engine(state, sampler)
-        hand = np.flatnonzero(state.hand).tolist()
+        sampler, root_engine, work, hand = self._position(observation)
         root = _Node(player=-1)
         if self.guide is not None:
             root.prior = self.guide.prior(
@@ -325,6 +322,14 @@ class ISMCTSPolicy:
         return int(choices[0] if len(choices) == 1 else self.rng.choice(choices))
 
     # ------------------------------------------------------------------ determinization
+    def _position(self, observation: Mapping[str, np.ndarray]):
+        """What a decision's determinizations start from: the deal sampler, the root and work
+        engines (`_root_engine`) and my hand's tile ids."""
+        state = self.decoder.decode(observation["observation"])
+        sampler = DealSampler.from_state(state, self.tables, self.rng)
+        root, work = self._root_engine(state, sampler)
+        return sampler, root, work, np.flatnonzero(state.hand).tolist()
+
     def sample_hidden(self, state: ObservedState) -> tuple[list[list[int]], list[int]]:
         """One consistent deal of the unseen tiles (`DealSampler`): the opponents' hands
         (egocentric seats 1..n-1) and the boneyard in draw order."""

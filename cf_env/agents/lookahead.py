@@ -91,10 +91,7 @@ class LookaheadPolicy(ISMCTSPolicy):
         legal = np.flatnonzero(observation["action_mask"])
         if legal.size == 1:
             return int(legal[0])
-        state = self.decoder.decode(observation["observation"])
-        sampler = DealSampler.from_state(state, self.tables, self.rng)
-        root, work = self._root_engine(state, sampler)
-        hand = np.flatnonzero(state.hand).tolist()
+        sampler, root, work, hand = self._position(observation)
         moves = legal.tolist()
         totals = np.zeros(len(moves))
         done = 0
