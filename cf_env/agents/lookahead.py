@@ -22,8 +22,11 @@ Budgets: `lookahead:<ckpt>:<determinizations>` (default 64) or `lookahead:<ckpt>
 this process's CPU time per decision (determinizations in chunks of `CHUNK` until the time is
 spent). Only the acting player's observation is read (the real engine is never peeked at).
 
-Measured (README, "Policies"): the scheme and its figures against the guided search and the
-checkpoint playing alone.
+Measured (README, "Policies"; 4 players double-9, single rounds, seed 0): over
+`checkpoints/selfplay-4p-d9-v3` with 64 determinizations (47 ms of CPU per decision on average),
+28.2% [27.4, 29.0] against 3× `ppo:checkpoints/selfplay-4p-d9` at 2000 deals (+4.3 [3.2, 5.4]
+over them; `guided` gained +1.8 over its own guide). Choosing by value + 0.05 log P(move)
+instead gave back most of the gain (+1.3 against +4.4 at 200 deals), so `prior_weight` is 0.
 """
 
 from __future__ import annotations
