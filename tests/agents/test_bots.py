@@ -326,8 +326,8 @@ print(policy_names())
     lines = result.stdout.splitlines()
     assert lines[:4] == ["RandomPolicy", "GreedyPolicy", "mine", "mine True"]
     assert lines[4] == str(
-        ["greedy", "guided", "heuristic", "ismcts", "mine", "random", "ppo:<checkpoint>",
-         "module:factory"]
+        ["greedy", "guided", "heuristic", "ismcts", "lookahead", "mine", "random",
+         "ppo:<checkpoint>", "module:factory"]
     )
 
 
