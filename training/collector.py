@@ -37,8 +37,8 @@ checks the actor's output is unchanged).
 
 Speed: no per-decision numpy allocation that can be avoided: observations are written straight
 into the batch row (`SeatView.observe(out=...)`), masks are made for the whole batch by one
-`np.unpackbits` over the legal bitsets' bytes, the privileged rows by two numpy calls each.
-Measured figures are in `training/selfplay.py`'s docstring.
+`np.unpackbits` over the legal bitsets' bytes (`cf_env.core.actions.legal_masks`), the
+privileged rows by two numpy calls each. Measured figures are in `training/selfplay.py`'s docstring.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ import numpy as np
 import torch
 
 from cf_env.agents.policies import legal_fast_path, load_policy
+from cf_env.core.actions import legal_masks
 from cf_env.core.config import ChickenFootConfig, DriverOptions
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder, SeatView, privileged_layout
@@ -179,7 +180,6 @@ class Collector:
         self.obs_size = self.encoder.layout.size
         self.priv_size = privileged_size(config)
         self.num_actions = config.num_actions
-        self._mask_bytes = (self.num_actions + 7) // 8
         self._built: dict[tuple[int, int, str], object] = {}
         for path in snapshots:
             self.add_snapshot(path)
@@ -316,12 +316,6 @@ class Collector:
         if self.privileged:
             self.encoder.privileged(engine, seat, out=state_row[d:])
 
-    def _masks(self, legal: list[int], out: np.ndarray) -> None:
-        nbytes = self._mask_bytes
-        raw = b"".join([bits.to_bytes(nbytes, "little") for bits in legal])
-        bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")
-        out[:] = bits.reshape(len(legal), nbytes * 8)[:, : self.num_actions]
-
     # ------------------------------------------------------------------ collecting
     @torch.no_grad()
     def collect(self, actor: torch.nn.Module, critic: torch.nn.Module, steps: int) -> Rollout:
@@ -343,7 +337,7 @@ class Collector:
                 legal.append(game.engine.legal_bits())
                 buf.game[base + i] = i
                 buf.seat[base + i] = seat
-            self._masks(legal, buf.mask[base : base + g])
+            buf.mask[base : base + g] = legal_masks(legal, self.num_actions)
             x = torch.from_numpy(rows)
             mask = torch.from_numpy(buf.mask[base : base + g])
             actions, logp = sample_masked(actor(x[:, :d]), mask, self.generator)

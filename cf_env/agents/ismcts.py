@@ -141,6 +141,16 @@ def split_guided(arg: str) -> tuple[str, str]:
     return arg, ""
 
 
+def checkpoint_budget(spec: str, arg: str, forms: str) -> tuple[str, int | None, float | None]:
+    """(checkpoint path, iterations, ms) from a `<checkpoint>[:<budget>]` spec argument
+    (`guided:`, `lookahead:`); ValueError naming `spec` and its valid `forms`."""
+    path, budget = split_guided(arg)
+    if not path:
+        raise ValueError(f"policy spec {spec!r} needs a checkpoint path; valid forms: {forms}")
+    iterations, ms = parse_budget(budget, spec, forms) if budget else (None, None)
+    return path, iterations, ms
+
+
 def guided_checkpoint(arg: str) -> str:
     """The checkpoint path in the argument of a `guided:` spec (`spec_checkpoint`)."""
     return split_guided(arg)[0]
@@ -562,11 +572,7 @@ def guided_from_spec(config: ChickenFootConfig, seed: int | None = None,
                      arg: str = "") -> ISMCTSPolicy:
     """The `guided:` spec's factory (`cf_env.agents.policies`): build from the
     `<checkpoint>[:<budget>]` part."""
-    spec = f"guided:{arg}"
-    path, budget = split_guided(arg)
-    if not path:
-        raise ValueError(f"policy spec {spec!r} needs a checkpoint path; valid forms: {GUIDED_FORMS}")
-    iterations, ms = parse_budget(budget, spec, GUIDED_FORMS) if budget else (None, None)
+    path, iterations, ms = checkpoint_budget(f"guided:{arg}", arg, GUIDED_FORMS)
     network = load_ppo_policy(path, config=config, seed=seed)  # as the spec `ppo:<path>`
     guide = NetworkGuide(network, config, label=path)
     return ISMCTSPolicy(config, seed, iterations=iterations or DEFAULT_ITERATIONS, ms=ms,

@@ -39,7 +39,8 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from cf_env.agents.checkpoint import ValueHead, load_ppo_policy, load_value_head
-from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, parse_budget, split_guided
+from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, checkpoint_budget
+from cf_env.core.actions import legal_masks
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.deals import DealSampler
 from cf_env.core.engine import Engine
@@ -87,7 +88,6 @@ class LookaheadPolicy(ISMCTSPolicy):
             raise ValueError(f"value head takes {value.input_size} inputs; this env's observation "
                              f"and privileged vector have {self.observation_size} + "
                              f"{encoder.privileged_layout.size}")
-        self._mask_bytes = (config.num_actions + 7) // 8
         self._lines: dict[ChickenFootConfig, list[Engine]] = {}
 
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
@@ -145,8 +145,8 @@ class LookaheadPolicy(ISMCTSPolicy):
             if not movers:
                 break
             rows = np.stack([guide.encoder.observe(lines[i], lines[i].current) for i in movers])
-            logits = np.where(self._masks([lines[i].legal_bits() for i in movers]),
-                              guide.logits(rows), -np.inf)
+            masks = legal_masks([lines[i].legal_bits() for i in movers], self.config.num_actions)
+            logits = np.where(masks, guide.logits(rows), -np.inf)
             self.network_calls += 1
             waiting = []
             for i, action in zip(movers, logits.argmax(axis=1).tolist()):
@@ -177,23 +177,12 @@ class LookaheadPolicy(ISMCTSPolicy):
             lines.append(Engine(config, seed=0, skip_forced=True))
         return lines[:count]
 
-    def _masks(self, legal: list[int]) -> np.ndarray:
-        nbytes = self._mask_bytes
-        raw = b"".join([bits.to_bytes(nbytes, "little") for bits in legal])
-        bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")
-        return bits.reshape(len(legal), nbytes * 8)[:, : self.config.num_actions].astype(bool)
-
 
 def lookahead_from_spec(config: ChickenFootConfig, seed: int | None = None,
                         arg: str = "") -> LookaheadPolicy:
     """The `lookahead:` spec's factory (`cf_env.agents.policies`): build from the
     `<checkpoint>[:<budget>]` part."""
-    spec = f"lookahead:{arg}"
-    path, budget = split_guided(arg)
-    if not path:
-        raise ValueError(f"policy spec {spec!r} needs a checkpoint path; valid forms: "
-                         f"{LOOKAHEAD_FORMS}")
-    count, ms = parse_budget(budget, spec, LOOKAHEAD_FORMS) if budget else (None, None)
+    path, count, ms = checkpoint_budget(f"lookahead:{arg}", arg, LOOKAHEAD_FORMS)
     network = load_ppo_policy(path, config=config, seed=seed)
     value = load_value_head(path, config)
     return LookaheadPolicy(config, seed, NetworkGuide(network, config, label=path), value,

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from cf_env.core.tiles import TileTables
 
 DRAW = "draw"
@@ -38,6 +40,15 @@ def actions_in(bits: int) -> list[int]:
         bits ^= 1 << top
     out.reverse()
     return out
+
+
+def legal_masks(legal: list[int], num_actions: int) -> np.ndarray:
+    """(len(legal), num_actions) bool masks from legal bitsets (`Engine.legal_bits`), built with
+    one `np.unpackbits` over their bytes: the batched form of `Engine.legal_action_mask`."""
+    nbytes = (num_actions + 7) // 8
+    raw = b"".join([bits.to_bytes(nbytes, "little") for bits in legal])
+    bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")
+    return bits.reshape(len(legal), nbytes * 8)[:, :num_actions].astype(bool)
 
 
 def encode_play(tables: TileTables, tile: int, attached: int) -> int:

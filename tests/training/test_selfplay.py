@@ -184,6 +184,16 @@ def test_i13_masked_sampling_never_picks_an_illegal_action():
 
 
 # ------------------------------------------------------------------------------ runs
+def plays_legal_moves(policy, env, seed: int, moves: int) -> None:
+    """`policy` plays every seat of `env` for `moves` steps; every action it picks is legal."""
+    env.reset(seed=seed)
+    for _ in env.agent_iter(max_iter=moves):
+        obs, _, term, trunc, _ = env.last()
+        action = None if term or trunc else policy.act(obs)
+        assert action is None or obs["action_mask"][action]
+        env.step(action)
+
+
 def run(runs: Path, name: str, *sets: str) -> Path:
     args = ["--config", SMOKE, "--set", f"runs_dir={runs}", "--set", f"run_name={name}", *QUIET]
     for s in sets:
@@ -214,14 +224,8 @@ def test_i13_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
     # The actor ships in the weights-only format and plays as a ppo: spec, legal moves only.
     from cf_env.agents.policies import load_policy
 
-    policy = load_policy(f"ppo:{selfplay_run}", ChickenFootConfig(), seed=0)
-    env = raw_env()
-    env.reset(seed=3)
-    for _ in env.agent_iter(max_iter=200):
-        obs, _, term, trunc, _ = env.last()
-        action = None if term or trunc else policy.act(obs)
-        assert action is None or obs["action_mask"][action]
-        env.step(action)
+    plays_legal_moves(load_policy(f"ppo:{selfplay_run}", ChickenFootConfig(), seed=0), raw_env(),
+                      seed=3, moves=200)
     # trainer.pt is plain state dicts: torch.load(weights_only=True) reads it.
     state = load_trainer_state(latest)
     assert state["steps"] == 512 and len(state["snapshots"]) == 2  # opponents.max_snapshots
@@ -260,13 +264,7 @@ def test_i14_ship_writes_the_privileged_critic_as_the_value_head(selfplay_run, t
         theirs = critic(torch.from_numpy(roll.state)).squeeze(1).numpy()
     assert np.allclose(head.values(roll.state), theirs, atol=1e-5)
     policy = load_policy(f"lookahead:{dest}:4", ChickenFootConfig(num_rounds=1), seed=0)
-    env = raw_env(num_rounds=1)
-    env.reset(seed=2)
-    for _ in env.agent_iter(max_iter=40):
-        obs, _, term, trunc, _ = env.last()
-        action = None if term or trunc else policy.act(obs)
-        assert action is None or obs["action_mask"][action]
-        env.step(action)
+    plays_legal_moves(policy, raw_env(num_rounds=1), seed=2, moves=40)
 
 
 @pytest.mark.slow
