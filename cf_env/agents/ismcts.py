@@ -24,8 +24,8 @@ scores it by the round's points (R12), so the fake history cannot change a decis
 
 **Plain search** (`ismcts:<budget>`): selection by UCB1 with availability counts (an action's
 statistics are compared only over the iterations in which it was legal), expansion of one
-untried action, a rollout to the end of the round on the engine's legal bitsets
-(`Engine.advance` with a chooser per seat; no observation is built), and back-propagation of
+untried action, a rollout to the end of the round on the engine's bitsets (`Engine.playout`:
+the rule below as per-action tables, no callback per move and no observation), and back-propagation of
 each seat's zero-sum round reward ((mean of the others' points − own points) / points_scale) to
 the nodes where that seat chose. The move played is the root action with the most visits.
 Exploration 0.25 suits rewards of that scale (a 20-point swing is 0.22); 0.7 and 0.1 were weaker
@@ -263,7 +263,6 @@ class ISMCTSPolicy:
         self.n = config.num_players
         # Per round: (search config, root engine, work engine). See the module docstring.
         self._engines: dict[int, tuple[ChickenFootConfig, Engine, Engine]] = {}
-        self._follow_choosers: dict[Engine, list] = {}
         self._rng_state = np.random.default_rng(0).bit_generator.state
         self.last_iterations = 0  # how many the last decision ran (time budgets vary)
         # Greedy rollout: the actions grouped into bitsets by value, best first.
@@ -279,7 +278,6 @@ class ISMCTSPolicy:
         # _reach[i]: the actions of groups 0..i, so the best group the legal set meets is found
         # by bisection (5 steps instead of a scan over some 25 groups).
         self._reach = list(itertools.accumulate(self._groups, operator.or_))
-        self._choosers = [self._greedy] * self.n
         # "follow" rollouts: the greedy value plus FOLLOW_WEIGHT per other tile carrying the
         # end the action opens.
         self._value = [value[a] for a in range(config.num_actions)]
@@ -287,6 +285,19 @@ class ISMCTSPolicy:
         for t, (lo, hi) in enumerate(self.tables.pairs):
             if lo != hi:  # a double starts a foot (R9): no end of its own to follow
                 self._opens[2 * t], self._opens[2 * t + 1] = hi, lo
+        # The same rules as `Engine.playout` tables (rollouts without a callback per move): the
+        # score counts every hand tile carrying the new end, the played tile too, so its value
+        # is one FOLLOW_WEIGHT lower (exact in floats: small integers).
+        attach = self.tables.attach_bits
+        if rollout == "follow":
+            w = self.FOLLOW_WEIGHT
+            self._playout = (
+                [v - w if e >= 0 else v for v, e in zip(self._value, self._opens)],
+                [attach[e] if e >= 0 else 0 for e in self._opens],
+                w,
+            )
+        else:
+            self._playout = (self._value, [0] * config.num_actions, 0.0)
 
     @classmethod
     def from_spec(cls, config: ChickenFootConfig, seed: int | None = None,
@@ -375,8 +386,6 @@ class ISMCTSPolicy:
             cfg = self._search_config(state.round)
             work = Engine(cfg, seed=0, skip_forced=True)
             self._engines[state.round] = (cfg, Engine(cfg, seed=0, skip_forced=True), work)
-            if self.rollout == "follow":
-                self._follow_choosers[work] = [lambda legal, e=work: self._follow(e, legal)] * self.n
         cfg, root, work = self._engines[state.round]
         pairs, n = self.tables.pairs, self.n
         opponents, boneyard = sampler.sample()
@@ -422,6 +431,14 @@ class ISMCTSPolicy:
         return root, work
 
     # ------------------------------------------------------------------ search
+    def rollout_rule(self, engine: Engine):
+        """The rollout rule as a chooser on `engine`'s legal bitsets (`Engine.advance`): the
+        slow form of the `Engine.playout` tables rollouts run on, for the network rollouts
+        (`rollout_net`) and the tests that check the two agree."""
+        if self.rollout == "greedy":
+            return self._greedy
+        return lambda legal: self._follow(engine, legal)
+
     def _greedy(self, legal: int) -> int:
         """Rollout choice: the most valuable legal action (heaviest tile, doubles preferred),
         ties broken at random."""
@@ -505,14 +522,13 @@ class ISMCTSPolicy:
             node = child
             path.append(node)
             finished = engine.step(action)
-        if not finished:
-            if self.rollout_net:
-                finished = self._net_rollout(engine)
-            elif self.rollout == "follow":
-                finished = engine.advance(choosers=self._follow_choosers[engine])
-            else:
-                finished = engine.advance(choosers=self._choosers)
-        points = finished[0]
+        if finished:
+            points = finished[0]
+        elif self.rollout_net:
+            points = self._net_rollout(engine)[0]
+        else:
+            value, follow, weight = self._playout
+            points = engine.playout(value, follow, weight, u)
         n, scale = len(points), self.config.points_scale
         total = sum(points)
         rewards = [((total - p) / (n - 1) - p) / scale for p in points]
@@ -553,7 +569,7 @@ class ISMCTSPolicy:
         the rest."""
         left = self.rollout_net
         guide = self.guide
-        rule = self._follow_choosers[engine][0] if self.rollout == "follow" else self._greedy
+        rule = self.rollout_rule(engine)
 
         def net(legal: int) -> int:
             nonlocal left

@@ -426,6 +426,36 @@ def test_i14_measured_guided_alternatives_play_legal_moves():
         ISMCTSPolicy(D9, rollout="smart")
 
 
+@pytest.mark.parametrize("rollout", ["follow", "greedy"])
+@pytest.mark.parametrize("fields", [{}, {"num_players": 3, "max_pips": 12, "must_play_drawn": True,
+                                         "draw_until_playable": True}])
+def test_i14_playout_rollouts_decide_as_the_chooser_rollouts(monkeypatch, rollout, fields):
+    """Rollouts on `Engine.playout`'s tables against the rule itself as a chooser per decision
+    (`rollout_rule` through `Engine.advance`): the same decisions, and the same random draws
+    (the RNG's state after the search), at every position."""
+    cfg = ChickenFootConfig(**fields)
+    positions = [obs for _, obs in itertools.islice(decisions(cfg, seed=5, share=0.5), 12)]
+    fast = ISMCTSPolicy(cfg, seed=3, iterations=30, rollout=rollout)
+    fast_moves = [fast.act(obs) for obs in positions]
+    slow = ISMCTSPolicy(cfg, seed=3, iterations=30, rollout=rollout)
+    calls = []
+
+    def by_chooser(engine, value, follow, weight, uniform):
+        assert uniform is slow.uniform
+        calls.append(1)
+        rule = slow.rollout_rule(engine)
+        finished = []
+        while not finished:
+            finished = engine.advance(choosers=[rule] * engine.config.num_players)
+        return finished[0]
+
+    monkeypatch.setattr(Engine, "playout", by_chooser)
+    assert [slow.act(obs) for obs in positions] == fast_moves
+    assert calls
+    assert slow.rng.bit_generator.state == fast.rng.bit_generator.state
+    assert slow.uniform._next == fast.uniform._next
+
+
 def test_i14_hand_bits_are_the_hand_as_action_bits():
     tables = tile_tables(9)
     for engine, _ in itertools.islice(decisions(D9, seed=6, share=1.0), 10):
