@@ -261,6 +261,7 @@ class ISMCTSPolicy:
         self.decoder = ObservationDecoder(config)
         self.tables = tile_tables(config.max_pips)
         self.n = config.num_players
+        self._points_scale = config.points_scale
         # Per round: (search config, root engine, work engine). See the module docstring.
         self._engines: dict[int, tuple[ChickenFootConfig, Engine, Engine]] = {}
         self._rng_state = np.random.default_rng(0).bit_generator.state
@@ -473,63 +474,64 @@ class ISMCTSPolicy:
         return best[0] if len(best) == 1 else best[int(self.uniform() * len(best))]
 
     def _iterate(self, root: _Node, engine: Engine) -> None:
-        u, c = self.uniform, self.exploration
+        u, c, sqrt, log = self.uniform, self.exploration, math.sqrt, math.log
+        node_priors = self.node_priors != "root"
         node, path, finished = root, [], []
-        while not finished:  # selection and expansion
+        while True:  # selection and expansion
             legal = engine.legal_bits()
             children = node.children
-            for a, child in children.items():
-                if legal >> a & 1:
-                    child.avail += 1
             if (
-                node.prior is None
+                node_priors
+                and node.prior is None
                 and node.visits
-                and self.node_priors != "root"
                 and (self.node_priors == "all" or engine.current == 0)
             ):
                 node.prior = self._node_prior(engine, legal)
             if node.prior is not None:
+                for a, child in children.items():
+                    if legal >> a & 1:
+                        child.avail += 1
                 action = self._puct(node, legal)
                 child = children.get(action)
-                if child is None:
-                    child = children[action] = _Node(engine.current)
-                    node.tried |= 1 << action
-                    path.append(child)
-                    finished = engine.step(action)
-                    break
-            else:
-                untried = legal & ~node.tried
-                if untried:
-                    if untried & (untried - 1):
-                        options = actions_in(untried)
-                        action = options[int(u() * len(options))]
-                    else:
-                        action = untried.bit_length() - 1
-                    child = children[action] = _Node(engine.current)
-                    node.tried |= 1 << action
-                    path.append(child)
-                    finished = engine.step(action)
-                    break
+            elif untried := legal & ~node.tried:
+                for a, child in children.items():
+                    if legal >> a & 1:
+                        child.avail += 1
+                if untried & (untried - 1):
+                    options = actions_in(untried)
+                    action = options[int(u() * len(options))]
+                else:
+                    action = untried.bit_length() - 1
+                child = None
+            else:  # UCB1 over the legal children, each availability counted as it is read
                 action, best_value = -1, -math.inf
                 for a, child in children.items():
                     if legal >> a & 1:
-                        value = child.total / child.visits + c * math.sqrt(
-                            math.log(child.avail) / child.visits
-                        )
+                        child.avail = avail = child.avail + 1
+                        visits = child.visits
+                        value = child.total / visits + c * sqrt(log(avail) / visits)
                         if value > best_value:
                             action, best_value = a, value
                 child = children[action]
+            if child is None:  # expansion: the new node's move is the rollout's first
+                child = children[action] = _Node(engine.current)
+                node.tried |= 1 << action
+                path.append(child)
+                break
             node = child
             path.append(node)
             finished = engine.step(action)
+            if finished:
+                break
         if finished:
             points = finished[0]
         elif self.rollout_net:
-            points = self._net_rollout(engine)[0]
+            finished = engine.step(action)
+            points = finished[0] if finished else self._net_rollout(engine)[0]
         else:
             value, follow, weight = self._playout
-            points = engine.playout(value, follow, weight, u)
-        n, scale = len(points), self.config.points_scale
+            points = engine.playout(value, follow, weight, u, first=action)
+        n, scale = len(points), self._points_scale
         total = sum(points)
         rewards = [((total - p) / (n - 1) - p) / scale for p in points]
         root.visits += 1

@@ -798,12 +798,13 @@ class Engine:
         n, count = self.config.num_players, self._num_tiles
         if len(hands) != n:
             raise ValueError(f"redeal: {len(hands)} hands given for {n} seats")
-        for seat, hand in enumerate(hands):
-            if len(hand) != self.hand_counts[seat]:
-                raise ValueError(
-                    f"redeal: hand {seat} gets {len(hand)} tiles but holds {self.hand_counts[seat]} "
-                    "(hand sizes are public and stay as they are)"
-                )
+        if list(map(len, hands)) != self.hand_counts:
+            for seat, hand in enumerate(hands):
+                if len(hand) != self.hand_counts[seat]:
+                    raise ValueError(
+                        f"redeal: hand {seat} gets {len(hand)} tiles but holds "
+                        f"{self.hand_counts[seat]} (hand sizes are public and stay as they are)"
+                    )
         if len(boneyard) != len(self.boneyard):
             raise ValueError(
                 f"redeal: the boneyard gets {len(boneyard)} tiles but holds {len(self.boneyard)}"
@@ -811,23 +812,26 @@ class Engine:
         # Each place's tiles as one int with byte t set to 1 for tile t: the same layout as the
         # boards, so a hand's row is its int's bytes, and the check is one sum: every byte of
         # (deal + table) must be exactly 1 (each tile dealt once, none from the table, R1, R3).
-        spread = _byte_spread(count)
+        # A hand's int also carries its action bits (`hand_bits`) above the bytes and a guard
+        # (`_deal_spread`), so one sum per hand gives both.
+        spread, shift = _deal_spread(self.config.max_pips)
+        low = (1 << shift) - 1
         try:
             rows = [sum(map(spread.__getitem__, hand)) for hand in hands]
-            dealt = sum(rows) + sum(map(spread.__getitem__, boneyard))
+            dealt = (sum(rows) & low) + sum(map(_byte_spread(count).__getitem__, boneyard))
         except (KeyError, TypeError):
             dealt = -1
-        if dealt < 0 or dealt + int.from_bytes(self._table_bytes, "little") != spread[count]:
+        if dealt < 0 or dealt + int.from_bytes(self._table_bytes, "little") != _byte_spread(count)[count]:
             raise ValueError(self._redeal_error(hands, boneyard))
         if self.drawn_tile >= 0 and not rows[self.current] >> 8 * self.drawn_tile & 1:
             raise ValueError(
                 f"redeal: the drawn tile {list(self.tables.pairs[self.drawn_tile])} must stay in "
                 f"the hand of seat {self.current}, which drew it (R8)"
             )
-        board, bits = self._hand_bytes, self.tables.tile_bits
+        board = self._hand_bytes
         for seat, row in enumerate(rows):
-            board[seat * count : (seat + 1) * count] = row.to_bytes(count, "little")
-        self._hand_bits = [sum(map(bits.__getitem__, hand)) for hand in hands]
+            board[seat * count : (seat + 1) * count] = (row & low).to_bytes(count, "little")
+        self._hand_bits = [row >> shift for row in rows]
         self.boneyard = list(boneyard)[::-1]  # internal order: the next tile drawn is last
         self._legal = None
 
@@ -838,6 +842,7 @@ class Engine:
         weight: float,
         uniform: Callable[[], float],
         moves: list[tuple[int, int]] | None = None,
+        first: int = -1,
     ) -> list[int]:
         """The points (R12) each seat ends the current round with when every seat plays by one
         fixed rule from here; the engine itself is left unchanged.
@@ -849,7 +854,10 @@ class Engine:
         ascending order, and `uniform` is called only when there is a tie. It is what
         `advance(choosers=...)` gives with that rule as every seat's chooser: the same moves, the
         same calls to `uniform`, the same round points (tests/core/test_playout.py checks it on
-        seeded positions; `moves`, when given, receives each (seat, action) played).
+        seeded positions; `moves`, when given, receives each (seat, action) played). `first`, a
+        legal action of the acting seat, is played first instead of the rule's choice (search:
+        the move that expanded its tree); an illegal one raises `IllegalActionError`, the
+        engine unchanged.
 
         Search rollouts run here: a chooser called back per decision, the layout, the history,
         the voids and the boards cost several times the rule itself, and a rollout needs only
@@ -859,7 +867,7 @@ class Engine:
         if self.game_over or self.between_rounds:
             raise ValueError("playout: no round is in play (the game is over, or between rounds)")
         cfg, tables = self.config, self.tables
-        pairs, tile_bits, attach_bits = tables.pairs, tables.tile_bits, tables.attach_bits
+        tile_bits, attach_bits, plays = tables.tile_bits, tables.attach_bits, _plays(cfg.max_pips)
         next_seat, toes = self._next_seat, cfg.toes
         draw_action, pass_action = self._draw_action, self._pass_action
         draw_bit, pass_bit = 1 << draw_action, 1 << pass_action
@@ -881,16 +889,17 @@ class Engine:
                 legal = hand & attach
                 if not legal:
                     legal = draw_bit if top else pass_bit
-            if legal & (legal - 1):
+            if first >= 0:
+                if type(first) is not int or not legal >> first & 1:
+                    first = self._check_action(first)  # raises, naming the problem
+                action, first = first, -1
+            elif legal & (legal - 1):
                 bits, top_score, tied = legal, -math.inf, None
                 while bits:  # ascending action ids
                     low = bits & -bits
                     bits ^= low
                     a = low.bit_length() - 1
-                    score = value[a]
-                    f = follow[a]
-                    if f:
-                        score += weight * (hand & f).bit_count()
+                    score = value[a] + weight * (hand & follow[a]).bit_count()
                     if score > top_score:
                         top_score, action, tied = score, a, None
                     elif score == top_score:
@@ -904,38 +913,41 @@ class Engine:
             if moves is not None:
                 moves.append((seat, action))
             if action < draw_action:
-                tile = action >> 1
-                lo, hi = pairs[tile]
-                attached, free_end = (hi, lo) if action & 1 else (lo, hi)
-                hand ^= tile_bits[tile]
+                played, attached, free_end = plays[action]
+                hand ^= played
                 hands[seat] = hand
-                if foot >= 0 or spinner_empty > 0:  # R9 a toe, or R7 a spinner arm: a new end
+                if foot < 0 and not spinner_empty:  # R6: the attached end is covered
+                    count = open_count[attached] - 1
+                    open_count[attached] = count
+                    if not count:
+                        open_attach ^= attach_bits[attached]
+                    if free_end == attached:  # R9: a double starts a chicken foot
+                        foot, toes_left = attached, toes
+                        attach = attach_bits[attached]
+                    else:
+                        count = open_count[free_end]
+                        open_count[free_end] = count + 1
+                        if not count:
+                            open_attach |= attach_bits[free_end]
+                        attach = open_attach
+                else:  # R9 a toe, or R7 a spinner arm: a new end either way
                     if foot >= 0:
                         toes_left -= 1
                         if not toes_left:  # R10: the foot is filled
                             foot = -1
                     else:
                         spinner_empty -= 1
-                    opened = free_end
-                else:  # R6: the attached end is covered
-                    open_count[attached] -= 1
-                    if not open_count[attached]:
-                        open_attach ^= attach_bits[attached]
-                    if free_end == attached:  # R9: a double starts a chicken foot
-                        foot, toes_left, opened = attached, toes, -1
+                    count = open_count[free_end]
+                    open_count[free_end] = count + 1
+                    if not count:
+                        open_attach |= attach_bits[free_end]
+                    # The phase's playable ends, in `_refresh_playable`'s order (R9, R7, R6).
+                    if foot >= 0:
+                        attach = attach_bits[foot]
+                    elif spinner_empty:
+                        attach = attach_bits[center]
                     else:
-                        opened = free_end
-                if opened >= 0:
-                    open_count[opened] += 1
-                    if open_count[opened] == 1:
-                        open_attach |= attach_bits[opened]
-                # The phase's playable ends, in `_refresh_playable`'s order (R9, R7, R6).
-                if foot >= 0:
-                    attach = attach_bits[foot]
-                elif spinner_empty > 0:
-                    attach = attach_bits[center]
-                else:
-                    attach = open_attach
+                        attach = open_attach
                 drawn = -1
                 seat = next_seat[seat]
                 if not hand:  # R11: a hand emptied
@@ -1031,6 +1043,17 @@ _COPY_AS_IS = tuple(name for name in Engine.__slots__ if name not in _COPIED)
 
 
 @functools.cache
+def _plays(max_pips: int) -> list[tuple[int, int, int]]:
+    """Per tile action (2t + side): the tile's action bits, the value it attaches to and the
+    value it leaves open (`_apply`'s decoding, once per set)."""
+    tables, out = tile_tables(max_pips), []
+    for lo, hi in tables.pairs:
+        bits = tables.tile_bits[len(out) >> 1]
+        out += [(bits, lo, hi), (bits, hi, lo)]
+    return out
+
+
+@functools.cache
 def _even_bit_points(max_pips: int, double_blank_value: int) -> dict[int, int]:
     """{1 << 2t: tile t's points (R12)}: a hand's action bits hold bit 2t for every tile t (a
     double has no other), so these bits count each tile once."""
@@ -1057,6 +1080,17 @@ def _hand_points(max_pips: int, double_blank_value: int, hands: list[int]) -> li
 @functools.cache
 def _even_mask(max_pips: int) -> int:
     return sum(1 << 2 * t for t in range(tile_tables(max_pips).num_tiles))
+
+
+@functools.cache
+def _deal_spread(max_pips: int) -> tuple[dict[int, int], int]:
+    """({tile id: its `_byte_spread` byte | its action bits << shift}, shift) for `redeal`: a
+    guard byte between the two parts keeps a sum's bytes (each at most the number of tiles
+    summed) from reaching the bits."""
+    tables = tile_tables(max_pips)
+    count = tables.num_tiles
+    shift = 8 * (count + 2)
+    return {t: 1 << 8 * t | tables.tile_bits[t] << shift for t in range(count)}, shift
 
 
 @functools.cache

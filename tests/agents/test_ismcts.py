@@ -440,18 +440,18 @@ def test_i14_playout_rollouts_decide_as_the_chooser_rollouts(monkeypatch, rollou
     slow = ISMCTSPolicy(cfg, seed=3, iterations=30, rollout=rollout)
     calls = []
 
-    def by_chooser(engine, value, follow, weight, uniform):
+    def by_chooser(engine, value, follow, weight, uniform, first=-1):
         assert uniform is slow.uniform
-        calls.append(1)
+        calls.append(first)
         rule = slow.rollout_rule(engine)
-        finished = []
+        finished = engine.step(first) if first >= 0 else []
         while not finished:
             finished = engine.advance(choosers=[rule] * engine.config.num_players)
         return finished[0]
 
     monkeypatch.setattr(Engine, "playout", by_chooser)
     assert [slow.act(obs) for obs in positions] == fast_moves
-    assert calls
+    assert calls and min(calls) >= 0  # every rollout starts with its expansion's move
     assert slow.rng.bit_generator.state == fast.rng.bit_generator.state
     assert slow.uniform._next == fast.uniform._next
 

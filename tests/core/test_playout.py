@@ -10,7 +10,7 @@ import random
 import pytest
 from positions import build
 
-from cf_env import ChickenFootConfig, Engine
+from cf_env import ChickenFootConfig, Engine, IllegalActionError
 from cf_env.core.actions import actions_in
 
 # The R8 variants, six spinner arms, other toe counts, a double-blank worth 0 (R12), 2 and 8
@@ -90,9 +90,11 @@ def test_playout_plays_what_advance_plays_with_the_rule_as_chooser(fields, weigh
     ties = 0
     for k, engine in enumerate(positions(fields, 40, seed=len(fields))):
         value, follow = rule_tables(engine, weight, rng)
+        # Every other position starts with a move of our choosing (`first`, as search expands).
+        first = rng.choice(engine.legal_actions()) if k % 2 else -1
         before = state(engine)
         fast_draws, moves = Draws(k), []
-        points = engine.playout(value, follow, weight, fast_draws, moves)
+        points = engine.playout(value, follow, weight, fast_draws, moves, first=first)
         assert state(engine) == before  # the engine is left as it was
 
         slow = engine.clone()
@@ -100,7 +102,7 @@ def test_playout_plays_what_advance_plays_with_the_rule_as_chooser(fields, weigh
         rule = (slow, value, follow, weight, slow_draws)
         chooser = lambda legal, rule=rule: slow_choice(rule[0], legal, *rule[1:])  # noqa: E731
         start = len(slow.history)
-        finished = []
+        finished = slow.step(first) if first >= 0 else []
         while not finished:
             finished = slow.advance(choosers=[chooser] * slow.config.num_players)
         assert moves == [(seat, action) for _, seat, action in slow.history[start:]]
@@ -129,3 +131,14 @@ def test_playout_refuses_a_finished_game():
     with pytest.raises(ValueError, match="no round is in play"):
         engine.playout([0.0] * 200, [0] * 200, 0.0, lambda: 0.0)
     assert math.isfinite(engine.scores[0][0])
+
+
+def test_playout_refuses_an_illegal_first_move_and_changes_nothing():
+    engine = build(hands=[[(9, 8), (1, 2)], [(0, 0)], [(3, 4)], [(5, 5)]])
+    before = state(engine)
+    table = [0.0] * engine.config.num_actions, [0] * engine.config.num_actions
+    illegal = 2 * int(engine.tables.tile_id[1, 2])
+    for bad in (illegal, engine.config.draw_action, 10_000):
+        with pytest.raises(IllegalActionError, match="not legal|out of range"):
+            engine.playout(*table, 0.0, lambda: 0.0, first=bad)
+        assert state(engine) == before
