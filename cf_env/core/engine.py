@@ -895,10 +895,9 @@ class Engine:
                 action, first = first, -1
             elif legal & (legal - 1):
                 bits, top_score, tied = legal, -math.inf, None
-                while bits:  # ascending action ids
-                    low = bits & -bits
-                    bits ^= low
-                    a = low.bit_length() - 1
+                while bits:  # descending action ids (cheaper on big ints than lowest-bit first)
+                    a = bits.bit_length() - 1
+                    bits ^= 1 << a
                     score = value[a] + weight * (hand & follow[a]).bit_count()
                     if score > top_score:
                         top_score, action, tied = score, a, None
@@ -906,8 +905,8 @@ class Engine:
                         if tied is None:
                             tied = [action]
                         tied.append(a)
-                if tied is not None:
-                    action = tied[int(uniform() * len(tied))]
+                if tied is not None:  # the k-th tie in ascending order is the k-th from the end
+                    action = tied[-1 - int(uniform() * len(tied))]
             else:
                 action = legal.bit_length() - 1
             if moves is not None:
