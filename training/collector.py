@@ -375,22 +375,27 @@ class Collector:
             buf.boot[last] = values[k]
 
 
+def rollout_fields(size: int, width: int, num_actions: int) -> dict[str, tuple[type, tuple]]:
+    """dtype and shape of every `Rollout` array of `size` transitions (GAE's included)."""
+    vector = (size,)
+    return {"state": (np.float32, (size, width)), "mask": (np.bool_, (size, num_actions)),
+            "action": (np.int64, vector), "logp": (np.float32, vector),
+            "value": (np.float32, vector), "reward": (np.float32, vector),
+            "done": (np.bool_, vector), "next": (np.int64, vector), "boot": (np.float32, vector),
+            "game": (np.int32, vector), "seat": (np.int8, vector),
+            "advantage": (np.float32, vector), "returns": (np.float32, vector)}
+
+
 class _Buffer:
     """Preallocated arrays of one rollout (see `Rollout`)."""
 
     def __init__(self, size: int, width: int, num_actions: int):
-        self.state = np.zeros((size, width), dtype=np.float32)
-        self.mask = np.zeros((size, num_actions), dtype=bool)
-        self.action = np.zeros(size, dtype=np.int64)
-        self.logp = np.zeros(size, dtype=np.float32)
-        self.value = np.zeros(size, dtype=np.float32)
-        self.reward = np.zeros(size, dtype=np.float32)
-        self.done = np.zeros(size, dtype=bool)
-        self.next = np.full(size, -1, dtype=np.int64)
-        self.boot = np.zeros(size, dtype=np.float32)
-        self.game = np.zeros(size, dtype=np.int32)
-        self.seat = np.zeros(size, dtype=np.int8)
+        fields = rollout_fields(size, width, num_actions)
+        del fields["advantage"], fields["returns"]  # compute_gae's
+        self.arrays = {name: np.zeros(shape, dtype) for name, (dtype, shape) in fields.items()}
+        self.arrays["next"].fill(-1)
+        for name, array in self.arrays.items():
+            setattr(self, name, array)
 
     def rollout(self) -> Rollout:
-        return Rollout(self.state, self.mask, self.action, self.logp, self.value, self.reward,
-                       self.done, self.next, self.boot, self.game, self.seat)
+        return Rollout(**self.arrays)

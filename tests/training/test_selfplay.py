@@ -28,9 +28,13 @@ from training.collector import Collector, compute_gae, sample_masked
 from training.config import load_config
 from training.selfplay import (
     TRAINER_FILE,
+    LocalCollection,
+    ProcessCollection,
     SelfPlayTrainer,
     build_networks,
     load_trainer_state,
+    ppo_update,
+    update_dtype,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,6 +218,7 @@ def test_i13_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
     latest = ckpt.resolve_checkpoint(selfplay_run)
     card = ckpt.read_card(latest)
     assert card["steps"] == 512 and card["algo"] == "selfplay"
+    assert card["update_dtype"] == update_dtype(card["train_config"]["selfplay"]["update_dtype"])
     assert (latest / TRAINER_FILE).is_file() and not (latest / "model.zip").exists()
     assert list((selfplay_run / "tb").rglob("events.out.tfevents.*"))
     evals = [json.loads(line) for line in (selfplay_run / "evals.jsonl").read_text().splitlines()]
@@ -292,8 +297,9 @@ def test_i13_resume_continues_the_step_count_and_the_pool(selfplay_run, tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sets", [[], ["selfplay.workers=2", "selfplay.overlap=true"]],
-                         ids=["in-process", "two-workers-overlap"])
+@pytest.mark.parametrize("sets", [[], ["selfplay.workers=2", "selfplay.overlap=true",
+                                       "selfplay.update_dtype=bfloat16"]],
+                         ids=["in-process", "two-workers-overlap-bfloat16"])
 def test_i13_a_tiny_run_is_deterministic(tmp_path, sets):
     tiny = ["total_steps=256", "eval.every_steps=0", *sets]
     a = run(tmp_path / "a", "r", *tiny)
@@ -305,6 +311,26 @@ def test_i13_a_tiny_run_is_deterministic(tmp_path, sets):
     state_b = load_trainer_state(ckpt.resolve_checkpoint(b))
     for key, value in state_a["critic"].items():
         assert torch.equal(value, state_b["critic"][key])
+
+
+def test_i13_a_collector_process_hands_over_the_same_rollout_as_the_trainers_process():
+    """The worker writes its rollout into shared memory and the trainer copies it out: every
+    array equals what the same collector (same seed) gives in the trainer's own process."""
+    config = load_config(SMOKE, ["ppo.net_arch=[16]", "selfplay.num_games=4",
+                                 "selfplay.rollout_steps=8"])
+    actor, critic = build_networks(config)
+    local = LocalCollection(config, seed=3, snapshots=[])
+    remote = ProcessCollection(config, seed=3, snapshots=[])
+    try:
+        for _ in range(2):  # the second rollout overwrites the first's block
+            mine, mine_stats = local.collect(actor, critic, [])
+            theirs, their_stats = remote.collect(actor, critic, [])
+            assert mine_stats == their_stats
+            for name, array in vars(mine).items():
+                np.testing.assert_array_equal(getattr(theirs, name), array, err_msg=name)
+    finally:
+        remote.close()
+    assert remote.shared == []
 
 
 def test_i13_smoke_config_runs_maskable_ppo_too(tmp_path):
@@ -350,3 +376,37 @@ def test_i13_anneal_lr_decays_linearly_to_zero_and_is_self_play_only(tmp_path):
         load_config(SMOKE, ["ppo.anneal_lr=true", "algo=maskable_ppo"])
     with pytest.raises(ValueError, match="ppo.anneal_lr must be bool"):
         load_config(SMOKE, ["ppo.anneal_lr=1"])
+
+
+def test_i13_bfloat16_update_is_mixed_precision_close_to_float32():
+    """selfplay.update_dtype=bfloat16 autocasts the update's matmuls only: the weights stay
+    float32 and move like the float32 update's (same rollout, same minibatches), not identically."""
+    rules = ChickenFootConfig()
+    roll = make_collector(games=4).collect(*small_nets(rules), steps=8)
+    compute_gae(roll, 0.99, 0.95)
+    moved = {}
+    for dtype in ("float32", "bfloat16"):
+        config = load_config(SMOKE, ["ppo.net_arch=[16]", f"selfplay.update_dtype={dtype}"])
+        actor, critic = small_nets(rules)
+        start = [w.detach().clone() for w in actor.parameters()]
+        optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=1e-3)
+        stats = ppo_update(actor, critic, optimizer, roll, config, torch.Generator().manual_seed(0))
+        assert np.isfinite(stats["policy_loss"]) and np.isfinite(stats["value_loss"])
+        assert all(w.dtype == torch.float32 for w in actor.parameters())
+        moved[dtype] = torch.cat([(w.detach() - s).flatten() for w, s in zip(actor.parameters(), start)])
+    a, b = moved["float32"], moved["bfloat16"]
+    assert not torch.equal(a, b)
+    assert torch.nn.functional.cosine_similarity(a, b, dim=0) > 0.95
+    with pytest.raises(ValueError,
+                       match="selfplay.update_dtype must be one of 'float32', 'bfloat16', 'auto'"):
+        load_config(SMOKE, ["selfplay.update_dtype=float16"])
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_i13_auto_update_dtype_is_bfloat16_only_where_the_cpu_has_it(monkeypatch, native):
+    """Emulated bf16 is several times slower than float32, so "auto" picks it only on CPUs
+    with AVX512-BF16 or AMX; an explicit setting is kept as is."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    assert update_dtype("auto") == ("bfloat16" if native else "float32")
+    assert update_dtype("float32") == "float32" and update_dtype("bfloat16") == "bfloat16"
