@@ -154,11 +154,17 @@ def write_value_head(folder: str | os.PathLike, trainer_file: str | os.PathLike,
     import torch  # the write side only: reading a value head needs numpy alone
 
     state = torch.load(trainer_file, map_location="cpu", weights_only=True)["critic"]
+    return write_value_arrays(folder, state, activation, reward)
+
+
+def write_value_arrays(folder: str | os.PathLike, state: Mapping, activation: str,
+                       reward: Mapping) -> dict:
+    """`write_value_head` from a critic's state dict (`<layer>.weight` / `<layer>.bias` tensors)."""
     layers = sorted({int(key.split(".")[0]) for key in state})
     arrays = {}
     for i, k in enumerate(layers):
-        arrays[f"W{i}"] = state[f"{k}.weight"].numpy().astype(np.float32)
-        arrays[f"b{i}"] = state[f"{k}.bias"].numpy().astype(np.float32)
+        arrays[f"W{i}"] = state[f"{k}.weight"].detach().numpy().astype(np.float32)
+        arrays[f"b{i}"] = state[f"{k}.bias"].detach().numpy().astype(np.float32)
     file = Path(folder) / "value.npz"
     np.savez(file, **arrays)
     return {"sha256": sha256_file(file),

@@ -410,3 +410,35 @@ def test_i13_auto_update_dtype_is_bfloat16_only_where_the_cpu_has_it(monkeypatch
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
     assert update_dtype("auto") == ("bfloat16" if native else "float32")
     assert update_dtype("float32") == "float32" and update_dtype("bfloat16") == "bfloat16"
+
+
+@pytest.mark.slow
+def test_i14_fit_value_gives_a_shipped_actor_a_value_head(selfplay_run, tmp_path):
+    """training.fit_value: policy evaluation of the frozen actor writes a valid value head (the
+    error on fresh rollouts falls), leaves the actor alone, and refuses what it cannot fit."""
+    from cf_env.agents.policies import load_policy
+    from training import export, fit_value
+
+    agent = export.main([str(selfplay_run), str(tmp_path / "agent")])
+    before = ckpt.read_card(agent)
+    assert "value" not in before
+    code = fit_value.main([str(agent), "--decisions", "3000", "--games", "8", "--rollout-steps",
+                           "16", "--init", "fresh", "--learning-rate", "3e-3"])
+    assert code == 0
+    card = ckpt.read_card(agent)
+    assert card["policy_sha256"] == before["policy_sha256"]
+    entry = card["value"]
+    assert entry["reward"] == {"reward_mode": "zero_sum", "win_bonus": 0.0, "episode": "round"}
+    assert entry["fit"]["decisions"] >= 3000 and entry["fit"]["init"] == "fresh"
+    assert entry["fit"]["last_mse"] < entry["fit"]["first_mse"]
+    head = ckpt.load_value_head(agent, ChickenFootConfig())
+    assert head.input_size == card["observation_size"] + 220
+    policy = load_policy(f"lookahead:{agent}:4", ChickenFootConfig(num_rounds=1), seed=0)
+    plays_legal_moves(policy, raw_env(num_rounds=1), seed=2, moves=40)
+    # Refused: an SB3 checkpoint (no self-play config) and an observation-only critic.
+    with pytest.raises(ckpt.CheckpointError, match="not a self-play checkpoint"):
+        fit_value.fit(ROOT / "checkpoints" / "ppo-4p-d9", decisions=64)
+    card["train_config"]["selfplay"]["privileged_critic"] = False
+    (agent / "card.json").write_text(json.dumps(card))
+    with pytest.raises(ckpt.CheckpointError, match="observation-only critic"):
+        fit_value.fit(agent, decisions=64)
