@@ -88,7 +88,7 @@ def _initial_critic(critic: torch.nn.Sequential, init: str | None, checkpoint: P
 
 def fit(checkpoint: str | Path, *, decisions: int, games: int = 256, rollout_steps: int = 32,
         epochs: int = 2, batch_size: int = 1024, learning_rate: float = 1e-4, seed: int = 0,
-        init: str | None = None, log=print) -> dict:
+        init: str | None = None, command: str | None = None, log=print) -> dict:
     """Fit and write the value head of `checkpoint` (module docstring); returns its card entry."""
     directory = resolve_checkpoint(checkpoint)
     card = read_card(directory)
@@ -151,6 +151,8 @@ def fit(checkpoint: str | Path, *, decisions: int, games: int = 256, rollout_ste
         "init": started_from, "first_mse": history[0], "last_mse": float(np.mean(history[-20:])),
         "wall_time_s": round(time.time() - started, 1),
     }
+    if command is not None:
+        entry["fit"]["command"] = command
     card["value"] = entry
     (directory / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     if "training" in card and "evaluation" in card:  # a shipped agent: its card.md names the head
@@ -176,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--init", default=None,
                         help="start from a trainer.pt, a checkpoint with a value head, or 'fresh' "
                              "(default: the checkpoint's own value head, else fresh)")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     for name in ("decisions", "games", "rollout_steps", "epochs", "batch_size"):
         if getattr(args, name) < 1:
@@ -186,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         entry = fit(args.checkpoint, decisions=args.decisions, games=args.games,
                     rollout_steps=args.rollout_steps, epochs=args.epochs,
                     batch_size=args.batch_size, learning_rate=args.learning_rate, seed=args.seed,
-                    init=args.init)
+                    init=args.init, command=" ".join(["python -m training.fit_value", *argv]))
     except (CheckpointError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -264,6 +264,11 @@ def card_markdown(card: dict, dest: Path) -> str:
             f"reads the observation and the hidden tiles; predicts the {reward['reward_mode']} "
             f"round reward plus a win bonus of {reward['win_bonus']:g}), for search: "
             f"`lookahead:{dest}`")
+        fit = card["value"].get("fit")
+        if fit is not None:
+            lines.append(f"  - fitted by policy evaluation of this actor in pure self-play "
+                         f"({fit['decisions']:,} decisions, from {fit['init']}): "
+                         f"`{fit.get('command', 'python -m training.fit_value')}`")
     lines += [
         "",
         f"## Evaluation ({e['deals']} duplicate deals, seed {e['seed']}, parity "

@@ -29,7 +29,7 @@ from training.evaluate import evaluate
 from training.evaluate import main as evaluate_main
 
 ROOT = Path(__file__).resolve().parents[2]
-CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # actor-only, 4 players double-9
+CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # 4 players double-9
 VALUED = str(ROOT / "checkpoints" / "selfplay-4p-d9-v3")  # with a value head (value.npz)
 D9 = ChickenFootConfig()
 

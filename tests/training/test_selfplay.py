@@ -420,12 +420,17 @@ def test_i14_fit_value_gives_a_shipped_actor_a_value_head(selfplay_run, tmp_path
     from training import export, fit_value
 
     agent = export.main([str(selfplay_run), str(tmp_path / "agent")])
+    twin = tmp_path / "twin"
+    shutil.copytree(agent, twin)
     before = ckpt.read_card(agent)
     assert "value" not in before
-    code = fit_value.main([str(agent), "--decisions", "3000", "--games", "8", "--rollout-steps",
-                           "16", "--init", "fresh", "--learning-rate", "3e-3"])
-    assert code == 0
+    args = ["--decisions", "3000", "--games", "8", "--rollout-steps", "16", "--init", "fresh",
+            "--learning-rate", "3e-3"]
+    assert fit_value.main([str(agent), *args]) == 0
+    assert fit_value.main([str(twin), *args]) == 0  # the same seed: the same value head
+    assert ckpt.read_card(twin)["value"]["sha256"] == ckpt.read_card(agent)["value"]["sha256"]
     card = ckpt.read_card(agent)
+    assert card["value"]["fit"]["command"] == " ".join(["python -m training.fit_value", str(agent), *args])
     assert card["policy_sha256"] == before["policy_sha256"]
     entry = card["value"]
     assert entry["reward"] == {"reward_mode": "zero_sum", "win_bonus": 0.0, "episode": "round"}
