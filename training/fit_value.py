@@ -16,7 +16,7 @@ Carlo returns of the reward the card names (the zero-sum round reward plus the r
 `--epochs` passes over each fresh rollout. It starts from `--init` (a `trainer.pt` or a
 checkpoint with a value head; default: the checkpoint's own value head if it has one) or from
 a fresh network. It writes `value.npz` and the card's `value` entry into the checkpoint
-(`fit` in the entry records how), then regenerates `card.md`.
+(`fit` in the entry records how; each file replaced whole), then regenerates `card.md`.
 
     python -m training.fit_value checkpoints/selfplay-4p-d9 \\
         --init runs/selfplay-4p-d9-wb3/checkpoints/step_032006144/trainer.pt --decisions 4000000
@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -142,7 +144,9 @@ def fit(checkpoint: str | Path, *, decisions: int, games: int = 256, rollout_ste
               "episode": config.env.episode}
     state = {f"{k}.{name}": p for k, m in enumerate(critic) if isinstance(m, torch.nn.Linear)
              for name, p in (("weight", m.weight), ("bias", m.bias))}
-    entry = ckpt.write_value_arrays(directory, state, card["activation"], reward)
+    with tempfile.TemporaryDirectory(dir=directory) as staging:  # files replaced whole
+        entry = ckpt.write_value_arrays(staging, state, card["activation"], reward)
+        os.replace(Path(staging) / VALUE_FILE, directory / VALUE_FILE)
     entry["fit"] = {
         "method": "policy evaluation: pure self-play of the frozen actor (pool share 0), Monte "
                   "Carlo returns, mean-squared error (training.fit_value)",
@@ -154,12 +158,18 @@ def fit(checkpoint: str | Path, *, decisions: int, games: int = 256, rollout_ste
     if command is not None:
         entry["fit"]["command"] = command
     card["value"] = entry
-    (directory / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    _replace_text(directory / "card.json", json.dumps(card, indent=2) + "\n")
     if "training" in card and "evaluation" in card:  # a shipped agent: its card.md names the head
         from .ship import card_markdown
 
-        (directory / "card.md").write_text(card_markdown(card, directory))
+        _replace_text(directory / "card.md", card_markdown(card, directory))
     return entry
+
+
+def _replace_text(file: Path, text: str) -> None:
+    temporary = file.with_name(f".{file.name}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, file)
 
 
 def main(argv: list[str] | None = None) -> int:
