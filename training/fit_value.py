@@ -9,8 +9,9 @@ that models every other seat as the actor wants values for games among copies of
 
 This command fits the privileged critic (observation + hidden tiles, `Encoder.privileged`) for
 pure self-play of the checkpoint's **frozen** actor: `training.collector.Collector` with pool
-share 0 (every seat samples from the actor, as in training; the samples differ from its argmax
-in about one decision in ten, which keeps the positions after other moves in the data), Monte
+share 0 (every seat samples from the actor, as in training; for the shipped agent the samples
+differ from its argmax in about one decision in ten, which keeps positions after other moves in
+the data), Monte
 Carlo returns of the reward the card names (the zero-sum round reward plus the run's
 `win_bonus`, discounted by `ppo.gamma` per decision as in training), mean-squared error, Adam,
 `--epochs` passes over each fresh rollout. It starts from `--init` (a `trainer.pt` or a
@@ -142,10 +143,8 @@ def fit(checkpoint: str | Path, *, decisions: int, games: int = 256, rollout_ste
                 f"fitting each rollout (returns' variance {var:.4f}), {time.time() - started:.0f} s")
     reward = {"reward_mode": config.options().reward_mode, "win_bonus": config.selfplay.win_bonus,
               "episode": config.env.episode}
-    state = {f"{k}.{name}": p for k, m in enumerate(critic) if isinstance(m, torch.nn.Linear)
-             for name, p in (("weight", m.weight), ("bias", m.bias))}
     with tempfile.TemporaryDirectory(dir=directory) as staging:  # files replaced whole
-        entry = ckpt.write_value_arrays(staging, state, card["activation"], reward)
+        entry = ckpt.write_value_arrays(staging, critic.state_dict(), card["activation"], reward)
         os.replace(Path(staging) / VALUE_FILE, directory / VALUE_FILE)
     entry["fit"] = {
         "method": "policy evaluation: pure self-play of the frozen actor (pool share 0), Monte "
