@@ -36,19 +36,21 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from cf_env import ChickenFootConfig
 from cf_env.agents.checkpoint import (
     VALUE_FILE,
     CheckpointError,
+    load_value_head,
     load_weights,
     read_card,
     resolve_checkpoint,
-    value_entry,
 )
 
 from . import checkpoints as ckpt
 from .collector import Collector, compute_gae
 from .config import config_from_dict
-from .selfplay import build_networks, collector_kwargs, update_dtype
+from .selfplay import build_networks, collector_kwargs, update_autocast
+from .ship import card_markdown
 
 
 def _load_linear_layers(module: torch.nn.Sequential, layers: list[tuple[np.ndarray, np.ndarray]],
@@ -78,13 +80,9 @@ def _initial_critic(critic: torch.nn.Sequential, init: str | None, checkpoint: P
         critic.load_state_dict(state["critic"])
         return str(path)
     directory = resolve_checkpoint(path)
-    card = read_card(directory)
-    entry = value_entry(card, directory / "card.json")
-    arrays = np.load(directory / VALUE_FILE, allow_pickle=False)
-    if ckpt.sha256_file(directory / VALUE_FILE) != entry["sha256"]:
-        raise CheckpointError(f"{directory / VALUE_FILE}: its digest is not the card's")
-    count = len(entry["net_arch"]) + 1
-    _load_linear_layers(critic, [(arrays[f"W{i}"], arrays[f"b{i}"]) for i in range(count)],
+    rules = ChickenFootConfig.from_dict(read_card(directory)["env_config"])
+    head = load_value_head(directory, rules)  # validated and digest-checked; its own rules: no
+    _load_linear_layers(critic, [(W.T, b) for W, b in head.layers],  # columns dropped
                         str(directory / VALUE_FILE))
     return str(directory)
 
@@ -114,8 +112,7 @@ def fit(checkpoint: str | Path, *, decisions: int, games: int = 256, rollout_ste
     collector = Collector(config.rules(), games, seed=seed, **kwargs)
     optimizer = torch.optim.Adam(critic.parameters(), lr=learning_rate, eps=1e-5)
     generator = torch.Generator().manual_seed(seed)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16,
-                              enabled=update_dtype(config.selfplay.update_dtype) == "bfloat16")
+    autocast = update_autocast(config.selfplay.update_dtype)
     gamma = config.ppo.gamma
     done, started, history = 0, time.time(), []
     while done < decisions:
@@ -159,8 +156,6 @@ def fit(checkpoint: str | Path, *, decisions: int, games: int = 256, rollout_ste
     card["value"] = entry
     _replace_text(directory / "card.json", json.dumps(card, indent=2) + "\n")
     if "training" in card and "evaluation" in card:  # a shipped agent: its card.md names the head
-        from .ship import card_markdown
-
         _replace_text(directory / "card.md", card_markdown(card, directory))
     return entry
 

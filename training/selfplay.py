@@ -165,6 +165,12 @@ def update_dtype(setting: str) -> str:
     return "bfloat16" if native else "float32"
 
 
+def update_autocast(setting: str) -> torch.autocast:
+    """The autocast context of an update's forward passes for `selfplay.update_dtype` `setting`
+    (bf16 matmuls, or a no-op in float32)."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=update_dtype(setting) == "bfloat16")
+
+
 def ppo_update(actor, critic, optimizer, roll: Rollout, config: TrainConfig,
                generator: torch.Generator) -> dict:
     """PPO epochs over one rollout (CleanRL's update, masked); returns the losses and stats."""
@@ -182,8 +188,7 @@ def ppo_update(actor, critic, optimizer, roll: Rollout, config: TrainConfig,
     batch = min(p.batch_size, n)
     stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": [], "clip_fraction": []}
     epochs = 0
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16,
-                              enabled=update_dtype(s.update_dtype) == "bfloat16")
+    autocast = update_autocast(s.update_dtype)
     for _ in range(p.n_epochs):
         order = torch.randperm(n, generator=generator)
         kls = []
