@@ -10,7 +10,9 @@ conventions of `cf_env.agents.policies` are carried out here, once:
 
 * **Forced decisions** (exactly one legal action: most draws and passes) are applied without
   asking the policy. An arena built with `ask_forced=True` asks them too (the terminal game
-  does, as it always has: a policy's RNG then moves exactly as it did before).
+  does, as it always has: a policy's RNG then moves exactly as it did before), and so does any
+  arena a seat whose policy has `ask_forced = True` (`belief:`, which follows the game through
+  its own decisions): that seat is asked every decision, the others as before.
 * **Mask-only fast path.** A policy with `act_bits`/`act_legal` (`legal_fast_path`) is given the
   legal bitset and no observation; its choices and the forced decisions are all made inside one
   `Engine.advance` call. Other policies get ``{"observation", "action_mask"}``, the observation
@@ -100,6 +102,9 @@ class Arena:
             views = [SeatView(encoder) for _ in range(n)]
         self.views = views
         self.ask_forced = bool(ask_forced)
+        # Per seat: asked its forced decisions too (the arena's option, or the policy's own).
+        self._asks_forced = [self.ask_forced or getattr(p, "ask_forced", False) is True
+                             for p in self.policies]
         self._bind()
 
     def _bind(self) -> None:
@@ -133,7 +138,7 @@ class Arena:
         """Play decisions until the game ends, `stop_seat` is to act (any decision of it), a seat
         without a policy has a real choice, or, with `round_end`, a round ended. Returns the
         points of the rounds that ended meanwhile (`Engine.step`'s result, concatenated)."""
-        if self.ask_forced:
+        if any(self._asks_forced):
             return self._play_asking(stop_seat, round_end)
         engine, policies, choosers = self.engine, self.policies, self._choosers
         done: list[list[int]] = []
@@ -169,13 +174,13 @@ class Arena:
 
     def decide(self) -> int:
         """The acting seat's action now, checked, not applied: the only legal one if the decision
-        is forced (unless `ask_forced`), else its policy's answer."""
+        is forced (unless the seat is asked those too: `ask_forced`), else its policy's answer."""
         engine = self.engine
         legal = engine.legal_bits()
         if not legal:
             raise IllegalActionError("the game is over: no decision to make")
         seat = engine.current
-        if not self.ask_forced and not legal & (legal - 1):
+        if not self._asks_forced[seat] and not legal & (legal - 1):
             return legal.bit_length() - 1
         if self.policies[seat] is None:
             raise ValueError(f"seat {seat} has no policy in this arena")

@@ -380,9 +380,11 @@ class ISMCTSPolicy:
             return self.config.replace(num_rounds=rnd + 1)
         return self.config
 
-    def _root_engine(self, state: ObservedState, sampler: DealSampler) -> tuple[Engine, Engine]:
+    def _root_engine(self, state: ObservedState, sampler: DealSampler,
+                     settle: bool = True) -> tuple[Engine, Engine]:
         """The root position (egocentric, one consistent deal) through `restore`, which checks
-        every rules invariant once per decision; and the work engine iterations play on."""
+        every rules invariant once per decision; and the work engine iterations play on.
+        `settle=False` keeps a forced decision as it is (the search engine would take it)."""
         if state.round not in self._engines:
             cfg = self._search_config(state.round)
             work = Engine(cfg, seed=0, skip_forced=True)
@@ -428,7 +430,9 @@ class ISMCTSPolicy:
             "config": cfg.to_dict(),
             "rng": self._rng_state,
         }
+        root.skip_forced = settle
         root.restore(snapshot)
+        root.skip_forced = True
         return root, work
 
     # ------------------------------------------------------------------ search

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from cf_env.agents.belief import OpponentEvidence
 from cf_env.agents.checkpoint import ValueHead, load_ppo_policy, load_value_head
 from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, checkpoint_budget
 from cf_env.core.actions import legal_masks
@@ -56,6 +57,7 @@ LOOKAHEAD_FORMS = (
     "lookahead:<checkpoint>:ms=<milliseconds> (e.g. lookahead:checkpoints/selfplay-4p-d9-v3:64); "
     "the checkpoint needs a value head (value.npz)"
 )
+BELIEF_FORMS = LOOKAHEAD_FORMS.replace("lookahead:", "belief:")
 _BLAS = ThreadpoolController()
 
 
@@ -63,11 +65,21 @@ class LookaheadPolicy(ISMCTSPolicy):
     """`lookahead:`: one move deep over determinizations, scored by a value head (module doc)."""
 
     CHUNK = 16  # determinizations per batch under a time budget
+    # `belief:`'s Metropolis chains (measured in docs/search/belief/): 32 chains of 24 steps for
+    # 64 determinizations, each giving its states after steps 18 and 24.
+    MCMC_STEPS, MCMC_KEEP, MCMC_EVERY = 24, 2, 6
 
     def __init__(self, config: ChickenFootConfig, seed: int | None, guide: NetworkGuide,
                  value: ValueHead | None, determinizations: int = DEFAULT_DETERMINIZATIONS,
-                 ms: float | None = None, horizon: int | None = 0, prior_weight: float = 0.0):
+                 ms: float | None = None, horizon: int | None = 0, prior_weight: float = 0.0,
+                 evidence: OpponentEvidence | None = None):
         super().__init__(config, seed, iterations=determinizations, ms=ms, guide=guide)
+        # With `evidence` (`belief:`), determinizations follow the posterior given the
+        # opponents' moves (`cf_env.agents.belief`), not the uniform prior.
+        self.evidence = evidence
+        # The evidence follows the round through every decision of mine, forced ones too
+        # (`cf_env.agents.arena`): between two of them each opponent has had one turn.
+        self.ask_forced = evidence is not None
         if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int)
                                     or horizon < 0):
             raise ValueError(f"horizon must be an int >= 0 or None; got {horizon!r}")
@@ -96,22 +108,43 @@ class LookaheadPolicy(ISMCTSPolicy):
 
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
         legal = np.flatnonzero(observation["action_mask"])
-        if legal.size == 1:
+        evidence = self.evidence
+        if legal.size == 1 and evidence is None:
             return int(legal[0])
-        sampler, root, work, hand = self._position(observation)
-        moves = legal.tolist()
+        vector = observation["observation"]
+        state = self.decoder.decode(vector)
+        sampler = DealSampler.from_state(state, self.tables, self.rng)
+        root, work = self._root_engine(state, sampler, settle=legal.size > 1)
+        if evidence is not None:
+            evidence.update(state, vector, root)
+        if legal.size == 1:
+            action = int(legal[0])
+        else:
+            action = self._search(observation, legal.tolist(), sampler, root, work,
+                                  np.flatnonzero(state.hand).tolist())
+        if evidence is not None:
+            evidence.remember(state, root, action)
+        return action
+
+    def reset(self) -> None:
+        """A new game (`Arena.reset_policies`): what was inferred about the hands is dropped."""
+        if self.evidence is not None:
+            self.evidence.reset()
+
+    def _search(self, observation: Mapping[str, np.ndarray], moves: list[int],
+                sampler: DealSampler, root: Engine, work: Engine, hand: list[int]) -> int:
         totals = np.zeros(len(moves))
         done = 0
         with _BLAS.limit(limits=1, user_api="blas"):
             if self.ms is None:
                 while done < self.iterations:
                     k = min(self.CHUNK, self.iterations - done)
-                    totals += self._values(root, work, sampler, hand, moves, k).sum(axis=0)
+                    totals += self._chunk(root, work, sampler, hand, moves, k)
                     done += k
             else:
                 deadline = time.process_time() + self.ms / 1000.0
                 while not done or time.process_time() < deadline:
-                    totals += self._values(root, work, sampler, hand, moves, self.CHUNK).sum(axis=0)
+                    totals += self._chunk(root, work, sampler, hand, moves, self.CHUNK)
                     done += self.CHUNK
         self.last_iterations = done
         score = totals / done
@@ -121,18 +154,35 @@ class LookaheadPolicy(ISMCTSPolicy):
         best = np.flatnonzero(score == score.max())
         return int(moves[best[0]] if best.size == 1 else moves[int(self.rng.choice(best))])
 
-    def _values(self, root: Engine, work: Engine, sampler: DealSampler, hand: list[int],
-                moves: list[int], k: int) -> np.ndarray:
-        """(k, len(moves)): the value to me of each move on each of k fresh determinizations."""
-        m = len(moves)
+    def _chunk(self, root: Engine, work: Engine, sampler: DealSampler, hand: list[int],
+               moves: list[int], k: int) -> np.ndarray:
+        """(len(moves),): each move's value summed over k determinizations: k fresh deals, or,
+        with `evidence`, the last `MCMC_KEEP` states of k / `MCMC_KEEP` Metropolis chains
+        started from fresh deals and moved `MCMC_STEPS` steps towards the posterior
+        (`OpponentEvidence.posterior`)."""
+        evidence = self.evidence
+        if evidence is None or not evidence.count:
+            deals = [sampler.sample() for _ in range(k)]
+        else:
+            chains = -(-k // self.MCMC_KEEP)
+            deals = evidence.posterior([sampler.sample() for _ in range(chains)], sampler,
+                                       self.MCMC_STEPS, self.rng, self.MCMC_KEEP,
+                                       self.MCMC_EVERY)[:k]
+        return self._values(root, work, hand, moves, deals).sum(axis=0)
+
+    def _values(self, root: Engine, work: Engine, hand: list[int], moves: list[int],
+                deals: list[tuple[list[list[int]], list[int]]]) -> np.ndarray:
+        """(len(deals), len(moves)): the value to me of each move on each determinization."""
+        m, k = len(moves), len(deals)
         lines = self._line_engines(root.config, k * m)
         value = np.zeros(k * m)
         waiting = []
-        for d in range(k):
-            deal = self._determinize(root, work, sampler, hand)
+        for d, (opponents, boneyard) in enumerate(deals):
+            work.copy_from(root, rng=False)
+            work.redeal([hand, *opponents], boneyard)
             for j, move in enumerate(moves):
                 line = lines[d * m + j]
-                line.copy_from(deal, rng=False)
+                line.copy_from(work, rng=False)
                 self._score_or_wait(line.step(move), d * m + j, value, waiting)
         left = [self.horizon] * (k * m)  # my choices the actor still makes on each line
         mine = []
@@ -192,3 +242,16 @@ def lookahead_from_spec(config: ChickenFootConfig, seed: int | None = None,
     return LookaheadPolicy(config, seed, NetworkGuide(network, config, label=path), value,
                            determinizations=count or DEFAULT_DETERMINIZATIONS, ms=ms)
 
+
+
+def belief_from_spec(config: ChickenFootConfig, seed: int | None = None,
+                     arg: str = "") -> LookaheadPolicy:
+    """The `belief:` spec's factory: `lookahead:` whose determinizations are weighted by the
+    opponents' moves (`cf_env.agents.belief`), modelled by the same checkpoint's actor."""
+    path, count, ms = checkpoint_budget(f"belief:{arg}", arg, BELIEF_FORMS)
+    network = load_ppo_policy(path, config=config, seed=seed)
+    value = load_value_head(path, config)
+    guide = NetworkGuide(network, config, label=path)
+    return LookaheadPolicy(config, seed, guide, value,
+                           determinizations=count or DEFAULT_DETERMINIZATIONS, ms=ms,
+                           evidence=OpponentEvidence(config, guide))

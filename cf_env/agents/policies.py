@@ -103,6 +103,11 @@ POLICY_SPECS: dict[str, PolicySpec] = {
                             "one move deep over determinizations, scored by a checkpoint's "
                             "value head",
                             checkpoint="cf_env.agents.ismcts:guided_checkpoint"),
+    "belief": PolicySpec("cf_env.agents.lookahead:belief_from_spec", True,
+                         "belief:<checkpoint>[:<determinizations> | :ms=<milliseconds>]",
+                         "lookahead with determinizations weighted by how likely the "
+                         "checkpoint's actor was to make the opponents' moves",
+                         checkpoint="cf_env.agents.ismcts:guided_checkpoint"),
     "ppo": PolicySpec("cf_env.agents.checkpoint:ppo_policy", True, "ppo:<checkpoint>",
                       "a weights-only checkpoint's network, argmax over the legal actions",
                       checkpoint=str),  # the arg is the path

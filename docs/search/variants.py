@@ -25,6 +25,11 @@ determinizations per decision, default 64, or `SEARCH_MS` when that is set):
   Carlo with policy rollouts).
 * `lookahead_h0_prior` — `lookahead_h0` choosing by mean value + `SEARCH_PRIOR_WEIGHT` (default
   0.05) × log P(move) under the actor.
+* `belief` — `lookahead_h0` whose determinizations follow the posterior given the opponents'
+  moves (the `belief:` spec, `cf_env/agents/belief.py`): Metropolis chains of `BELIEF_STEPS`
+  steps, each giving its last `BELIEF_KEEP` states `BELIEF_EVERY` steps apart, the likelihood
+  the actor's at `BELIEF_TEMPERATURE` (default 1) over each opponent's last `BELIEF_MAX_EVENTS`
+  (default 8) plays from hand.
 
 Every variant names its rollout rule and c, so it measures the same thing whatever the defaults.
 """
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import os
 
+from cf_env.agents.belief import OpponentEvidence
 from cf_env.agents.checkpoint import load_value_head
 from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide
 from cf_env.agents.lookahead import LookaheadPolicy
@@ -97,7 +103,7 @@ def net4_follow(config, seed=None):
     return _guided(config, seed, rollout="follow", rollout_net=4)
 
 
-def _lookahead(config, seed, horizon, prior_weight=0.0):
+def _lookahead(config, seed, horizon, prior_weight=0.0, belief=False):
     path = os.environ.get("LOOKAHEAD_CKPT", "checkpoints/selfplay-4p-d9-v3")
     guide = NetworkGuide(load_policy(f"ppo:{path}", config, seed), config, label=path)
     value = None if horizon is None else load_value_head(path, config)
@@ -105,8 +111,17 @@ def _lookahead(config, seed, horizon, prior_weight=0.0):
         budget = {"ms": float(os.environ["SEARCH_MS"])}
     else:
         budget = {"determinizations": int(os.environ.get("SEARCH_DETERMINIZATIONS", "64"))}
-    return LookaheadPolicy(config, seed, guide, value, horizon=horizon, prior_weight=prior_weight,
-                           **budget)
+    if belief:
+        budget["evidence"] = OpponentEvidence(
+            config, guide, temperature=float(os.environ.get("BELIEF_TEMPERATURE", "1")),
+            max_events=int(os.environ.get("BELIEF_MAX_EVENTS", "8")))
+    policy = LookaheadPolicy(config, seed, guide, value, horizon=horizon,
+                             prior_weight=prior_weight, **budget)
+    if belief:
+        policy.MCMC_STEPS = int(os.environ.get("BELIEF_STEPS", policy.MCMC_STEPS))
+        policy.MCMC_KEEP = int(os.environ.get("BELIEF_KEEP", policy.MCMC_KEEP))
+        policy.MCMC_EVERY = int(os.environ.get("BELIEF_EVERY", policy.MCMC_EVERY))
+    return policy
 
 
 def lookahead_h0(config, seed=None):
@@ -123,3 +138,7 @@ def lookahead_end(config, seed=None):
 
 def lookahead_h0_prior(config, seed=None):
     return _lookahead(config, seed, 0, float(os.environ.get("SEARCH_PRIOR_WEIGHT", "0.05")))
+
+
+def belief(config, seed=None):
+    return _lookahead(config, seed, 0, belief=True)

@@ -95,6 +95,23 @@ def test_i16_forced_decisions_never_reach_the_policy(fast):
     assert sum(len(p.sizes) for p in asking) == len(again.history)
 
 
+@pytest.mark.parametrize("fast", [False, True])
+def test_i14_a_policy_that_asks_for_its_forced_decisions_gets_them_alone(fast):
+    """A policy with `ask_forced = True` (`belief:` follows the game through its own moves) is
+    asked each of its seat's decisions; the other seats are asked as before, and the game is the
+    same."""
+    engine = Engine(SMALL, seed=3)
+    Arena(engine, [Counting(fast) for _ in range(SMALL.num_players)]).play()
+    again = Engine(SMALL, seed=3)
+    players = [Counting(fast) for _ in range(SMALL.num_players)]
+    players[1].ask_forced = True
+    Arena(again, players).play()
+    assert again.history == engine.history
+    assert len(players[1].sizes) == sum(1 for _, seat, _ in again.history if seat == 1)
+    assert 1 in players[1].sizes
+    assert all(size >= 2 for p in players[:1] + players[2:] for size in p.sizes)
+
+
 class Cheat:
     """Returns PASS whatever the position (illegal whenever a tile can be placed, R8), or a
     malformed answer."""

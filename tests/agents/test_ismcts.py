@@ -284,6 +284,7 @@ def test_i14_sampler_relaxes_voids_that_admit_no_deal():
 @pytest.mark.parametrize(
     "spec, fields",
     [("ismcts:24", {}), (f"guided:{CKPT}:16", {}), (f"lookahead:{VALUED}:8", {}),
+     (f"belief:{VALUED}:8", {}),
      ("ismcts:24", {"num_players": 3, "max_pips": 6})],
 )
 def test_i14_search_never_reads_hidden_information(spec, fields):

@@ -21,7 +21,7 @@ def values(pol, obs, n):
     legal = np.flatnonzero(obs["action_mask"]).tolist()
     sampler, root, work, hand = pol._position(obs)
     with threadpool_limits(1):
-        v = sum(pol._values(root, work, sampler, hand, legal, 16).sum(0) for _ in range(n // 16))
+        v = sum(pol._chunk(root, work, sampler, hand, legal, 16) for _ in range(n // 16))
     return legal, v / n
 refs = [values(ref, p, 1024) for p in positions]
 def regret(choices):
