@@ -431,8 +431,10 @@ class ISMCTSPolicy:
             "rng": self._rng_state,
         }
         root.skip_forced = settle
-        root.restore(snapshot)
-        root.skip_forced = True
+        try:
+            root.restore(snapshot)
+        finally:
+            root.skip_forced = True  # what the work engine copies: the search's own moves
         return root, work
 
     # ------------------------------------------------------------------ search

@@ -18,6 +18,13 @@ pass. Matrix products of ~100 rows are where OpenBLAS starts its own threads, an
 busy process those threads cost 30× more than they give, so the search runs them with one BLAS
 thread (`threadpoolctl`).
 
+**`belief:<ckpt>[:<budget>]`** is the same search over deals that follow the posterior given
+the opponents' moves instead of the uniform prior (`cf_env.agents.belief`): the evidence
+(`OpponentEvidence`) rebuilds what each opponent saw at its plays and scores a deal by the
+actor's probability of those plays with that deal's hands; each chunk of determinizations is
+the last `MCMC_KEEP` states of Metropolis chains started from uniform deals. Because the
+evidence follows the round through every one of my decisions, the policy sets `ask_forced`.
+
 Budgets: `lookahead:<ckpt>:<determinizations>` (default 64) or `lookahead:<ckpt>:ms=<ms>` of
 this process's CPU time per decision (determinizations in chunks of `CHUNK` until the time is
 spent). Only the acting player's observation is read (the real engine is never peeked at).

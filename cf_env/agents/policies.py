@@ -24,7 +24,7 @@ Two conventions shared by everything that drives policies (the single-agent adap
 Specs (used by every CLI) are the table `POLICY_SPECS` — ``random``, ``greedy``, ``heuristic``,
 ``ismcts[:<iterations> | :ms=<milliseconds>]``, ``guided:<checkpoint
 path>[:<iterations> | :ms=<milliseconds>]``, ``lookahead:<checkpoint path>[:<determinizations>
-| :ms=<milliseconds>]``, ``ppo:<checkpoint path>`` — plus ``some.module:factory``
+| :ms=<milliseconds>]``, ``belief:`` (the same forms), ``ppo:<checkpoint path>`` — plus ``some.module:factory``
 for user code and the names `register_policy` adds. A spec is ``name`` or ``name:<arg>``; its
 factory is called as ``factory(config=ChickenFootConfig, seed=int | None)``, with ``arg=<arg>``
 when the spec has one, and returns a policy. The table names each built-in factory by its
