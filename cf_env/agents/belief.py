@@ -396,10 +396,12 @@ class OpponentEvidence:
         allowed = np.ones((n, unseen.size), bool)
         for seat in range(n - 1):
             allowed[seat] = [sampler._allowed(int(t), seat) for t in unseen]
-        held = np.zeros((n, k, self.config.num_tiles), np.float32)
+        # A swap between holders with no events leaves the likelihood as it is: only the
+        # proposals that touch an opponent with events go through the network.
+        evented = np.array([bool(self.events[seat + 1]) for seat in range(n - 1)] + [False])
 
         def likelihood(owners: np.ndarray) -> np.ndarray:
-            held[:, :, unseen] = 0.0
+            held = np.zeros((n, len(owners), self.config.num_tiles), np.float32)
             for seat in range(1, n):
                 held[seat][:, unseen] = owners == seat - 1
             return self._log_likelihood(held)
@@ -412,7 +414,10 @@ class OpponentEvidence:
             ok = (a != b) & allowed[b, i] & allowed[a, j]
             proposed = owner.copy()
             proposed[rows, i], proposed[rows, j] = b, a
-            new = likelihood(proposed)
+            new = current.copy()
+            scored = ok & (evented[a] | evented[b])
+            if scored.any():
+                new[scored] = likelihood(proposed[scored])
             take = ok & (np.log(rng.random(k)) < new - current)
             owner[take], current[take] = proposed[take], new[take]
             if (steps - 1 - step) % every == 0 and (steps - 1 - step) // every < keep:
