@@ -34,6 +34,7 @@ SPECS = {
     "ismcts": ("ismcts:3", "ISMCTSPolicy"),
     "guided": (f"guided:{CKPT}:3", "ISMCTSPolicy"),
     "lookahead": (f"lookahead:{VALUED}:3", "LookaheadPolicy"),
+    "belief": (f"belief:{VALUED}:3", "LookaheadPolicy"),
     "ppo": (f"ppo:{CKPT}", "NumpyPolicy"),
 }
 
@@ -72,7 +73,7 @@ def test_i16_the_table_names_every_spec_form_and_each_builds_its_policy():
         assert type(policy).__name__ == kind, spec
         assert observation["action_mask"][policy.act(observation)] == 1, spec
     assert spec_checkpoint(SPECS["guided"][0]) == CKPT == spec_checkpoint(SPECS["ppo"][0])
-    assert spec_checkpoint(SPECS["lookahead"][0]) == VALUED
+    assert spec_checkpoint(SPECS["lookahead"][0]) == VALUED == spec_checkpoint(SPECS["belief"][0])
     assert spec_checkpoint("ismcts:3") is None and spec_checkpoint("random") is None
 
 
