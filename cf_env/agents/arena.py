@@ -105,6 +105,7 @@ class Arena:
         # Per seat: asked its forced decisions too (the arena's option, or the policy's own).
         self._asks_forced = [self.ask_forced or getattr(p, "ask_forced", False) is True
                              for p in self.policies]
+        self._asking = any(self._asks_forced)  # `play` takes the asking loop
         self._bind()
 
     def _bind(self) -> None:
@@ -138,7 +139,7 @@ class Arena:
         """Play decisions until the game ends, `stop_seat` is to act (any decision of it), a seat
         without a policy has a real choice, or, with `round_end`, a round ended. Returns the
         points of the rounds that ended meanwhile (`Engine.step`'s result, concatenated)."""
-        if any(self._asks_forced):
+        if self._asking:
             return self._play_asking(stop_seat, round_end)
         engine, policies, choosers = self.engine, self.policies, self._choosers
         done: list[list[int]] = []

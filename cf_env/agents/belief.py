@@ -46,10 +46,12 @@ posterior the chains' target (a test checks it by enumeration on a small positio
 from __future__ import annotations
 
 import itertools
+from functools import reduce
+from operator import or_
 
 import numpy as np
 
-from cf_env.core.actions import actions_in
+from cf_env.core.actions import actions_in, legal_masks
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.observation import ObservedState
@@ -98,12 +100,9 @@ class OpponentEvidence:
         w1, b1 = guide.layers[0]
         self._w1, self._b1 = w1, b1
         self._w_hand = np.ascontiguousarray(w1[self._hand])  # (T, h)
-        count, actions = config.num_tiles, config.num_actions
-        self._plays_of = np.zeros((count, actions), np.float32)  # tile -> the actions playing it
-        for t, bits in enumerate(self.tables.tile_bits):
-            self._plays_of[t, actions_in(bits)] = 1.0
-        self._attach = [np.array([bits >> a & 1 for a in range(actions)], bool)
-                        for bits in self.tables.attach_bits]
+        actions = config.num_actions
+        # tile -> the actions playing it, as a matrix: a hand's one-hot row times it counts them
+        self._plays_of = legal_masks(list(self.tables.tile_bits), actions).astype(np.float32)
         self._engines: dict[ChickenFootConfig, tuple[Engine, Engine]] = {}
         # Diagnostics: intervals replayed, not explained, and explained more than one way.
         self.replays = self.failures = self.ambiguous = 0
@@ -177,8 +176,9 @@ class OpponentEvidence:
         return self._engines[config]
 
     def _read_interval(self, pstate: ObservedState, state: ObservedState):
-        """(tiles each seat played, how many it drew) since my last decision, read off the two
-        observations; None when they do not fit one interval of one round."""
+        """(tiles each seat played, how many each opponent drew) since my last decision, read off
+        the two observations; None when they do not fit one interval of one round. (My own draws
+        are known tile by tile: `_replay` reads them off my hand.)"""
         played, drew = [[] for _ in range(self.n)], [0] * self.n
         laid = state.table & ~pstate.table
         for seat in range(1, self.n):
@@ -191,7 +191,6 @@ class OpponentEvidence:
         if np.any(pstate.hand & ~state.hand & ~laid):
             return None
         played[0] = np.flatnonzero(laid).tolist()
-        drew[0] = int(np.count_nonzero(state.hand & ~pstate.hand)) + int(np.count_nonzero(laid & ~pstate.hand))
         return played, drew
 
     def _replay(self, prev_engine: Engine, replay: Engine, root: Engine, pstate: ObservedState,
@@ -315,7 +314,9 @@ class OpponentEvidence:
         the actions attaching to a value it may play to."""
         observed = self.encoder.observe(engine, seat)
         observed[self._hand] = 0.0
-        attach = np.logical_or.reduce([self._attach[v] for v in engine.playable_values()])
+        attach_bits = self.tables.attach_bits
+        attach = legal_masks([reduce(or_, (attach_bits[v] for v in engine.playable_values()), 0)],
+                             self.config.num_actions)[0]
         return observed, observed @ self._w1 + self._b1, attach
 
     def _events(self, trace: list) -> list[Event]:

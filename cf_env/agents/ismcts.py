@@ -315,7 +315,7 @@ class ISMCTSPolicy:
         legal = np.flatnonzero(observation["action_mask"])
         if legal.size == 1:
             return int(legal[0])
-        sampler, root_engine, work, hand = self._position(observation)
+        _, sampler, root_engine, work, hand = self._position(observation)
         root = _Node(player=-1)
         if self.guide is not None:
             root.prior = self.guide.prior(
@@ -344,13 +344,13 @@ class ISMCTSPolicy:
         return int(choices[0] if len(choices) == 1 else self.rng.choice(choices))
 
     # ------------------------------------------------------------------ determinization
-    def _position(self, observation: Mapping[str, np.ndarray]):
-        """What a decision's determinizations start from: the deal sampler, the root and work
-        engines (`_root_engine`) and my hand's tile ids."""
+    def _position(self, observation: Mapping[str, np.ndarray], settle: bool = True):
+        """What a decision's determinizations start from: the decoded state, the deal sampler,
+        the root and work engines (`_root_engine`, `settle` as there) and my hand's tile ids."""
         state = self.decoder.decode(observation["observation"])
         sampler = DealSampler.from_state(state, self.tables, self.rng)
-        root, work = self._root_engine(state, sampler)
-        return sampler, root, work, np.flatnonzero(state.hand).tolist()
+        root, work = self._root_engine(state, sampler, settle)
+        return state, sampler, root, work, np.flatnonzero(state.hand).tolist()
 
     def sample_hidden(self, state: ObservedState) -> tuple[list[list[int]], list[int]]:
         """One consistent deal of the unseen tiles (`DealSampler`): the opponents' hands

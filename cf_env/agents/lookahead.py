@@ -120,17 +120,13 @@ class LookaheadPolicy(ISMCTSPolicy):
         evidence = self.evidence
         if legal.size == 1 and evidence is None:
             return int(legal[0])
-        vector = observation["observation"]
-        state = self.decoder.decode(vector)
-        sampler = DealSampler.from_state(state, self.tables, self.rng)
-        root, work = self._root_engine(state, sampler, settle=legal.size > 1)
+        state, sampler, root, work, hand = self._position(observation, settle=legal.size > 1)
         if evidence is not None:
-            evidence.update(state, vector, root)
+            evidence.update(state, observation["observation"], root)
         if legal.size == 1:
             action = int(legal[0])
         else:
-            action = self._search(observation, legal.tolist(), sampler, root, work,
-                                  np.flatnonzero(state.hand).tolist())
+            action = self._search(observation, legal.tolist(), sampler, root, work, hand)
         if evidence is not None:
             evidence.remember(state, root, action)
         return action

@@ -16,7 +16,7 @@ from cf_env import ChickenFootConfig
 from cf_env.agents.belief import Event, OpponentEvidence
 from cf_env.agents.ismcts import NetworkGuide
 from cf_env.agents.policies import load_policy, spec_checkpoint, validate_policy_spec
-from cf_env.core.actions import actions_in, encode_play
+from cf_env.core.actions import actions_in, encode_play, legal_masks
 from cf_env.core.deals import DealSampler
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
@@ -190,7 +190,10 @@ def test_i14_metropolis_chains_sample_the_posterior_by_exact_enumeration():
     for seat, (a, b), values in [(2, (3, 4), (3, 4, 6)), (3, (2, 5), (2, 3, 5))]:
         public = (rng.random(evidence._w1.shape[0]) < 0.2).astype(np.float32)
         public[evidence._hand] = 0.0
-        attach = np.logical_or.reduce([evidence._attach[v] for v in values])
+        bits = 0
+        for v in values:
+            bits |= tables.attach_bits[v]
+        attach = legal_masks([bits], config.num_actions)[0]
         tile = int(tables.tile_id[a, b])
         evidence.events[seat].append(Event(seat, public, public @ evidence._w1 + evidence._b1,
                                            attach, encode_play(tables, tile, a), tile))

@@ -19,7 +19,7 @@ positions = positions[::2][:120]
 ref = load_policy(f"lookahead:{ck}:16", cfg, seed=7)
 def values(pol, obs, n):
     legal = np.flatnonzero(obs["action_mask"]).tolist()
-    sampler, root, work, hand = pol._position(obs)
+    _, sampler, root, work, hand = pol._position(obs)
     with threadpool_limits(1):
         v = sum(pol._chunk(root, work, sampler, hand, legal, 16) for _ in range(n // 16))
     return legal, v / n
