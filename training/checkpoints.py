@@ -8,10 +8,11 @@ needs a trainer: the actor's weights of an SB3 model, its card, and the writers.
 `card.json` and `policy.npz` for resuming training; `write_value_head` turns a `trainer.pt`'s
 privileged critic into the shipped `value.npz` (`training.ship` calls it).
 
-Atomicity: a checkpoint is written into a fresh temporary directory, which is renamed into place
-(`step_<N>/`, a name that did not exist) only when complete; the run's `latest.json` / `best.json`
-pointers are then replaced with `os.replace`. A crash at any moment leaves the previous pointer
-naming a complete checkpoint.
+Atomicity (`cf_env.core.atomic`): a checkpoint is written into a staging folder, which is renamed
+into place (`step_<N>/`) only when complete; the run's `latest.json` / `best.json` pointers are
+then replaced whole. A kill at any instant leaves the previous pointer naming a complete
+checkpoint. A `step_<N>/` that no pointer names (a kill between the rename and the pointer) is
+removed before the next checkpoint is written, so a resumed run never takes it for its own.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -52,6 +52,7 @@ from cf_env.agents.checkpoint import (  # noqa: F401  (the reader, re-exported: 
     sha256_file,
     value_entry,
 )
+from cf_env.core import atomic
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.observation import OBSERVATION_VERSION, observation_layout
 
@@ -88,13 +89,16 @@ def make_card(model, config: ChickenFootConfig, activation: str, **extra) -> dic
 
 
 def write_checkpoint(
-    directory: str | os.PathLike, model, card: dict, *, with_model: bool = True
+    directory: str | os.PathLike, model, card: dict, *, with_model: bool = True,
+    replace: bool = False,
 ) -> Path:
     """Write a training checkpoint atomically: the actor's weights and card, plus (unless
     `with_model` is False) the full SB3 `model.zip` that `--resume` needs."""
-    _refuse_existing(Path(directory))
+    if not replace:
+        _refuse_existing(Path(directory))
     writers = {"model.zip": model.save} if with_model else {}
-    return write_weights_checkpoint(directory, actor_weights(model), card, writers=writers)
+    return write_weights_checkpoint(directory, actor_weights(model), card, writers=writers,
+                                    replace=replace)
 
 
 def _refuse_existing(target: Path) -> None:
@@ -109,17 +113,19 @@ def write_weights_checkpoint(
     *,
     extra_files: Mapping[str, str | os.PathLike] | None = None,
     writers: Mapping[str, Callable[[Path], object]] | None = None,
+    replace: bool = False,
 ) -> Path:
     """Write a checkpoint (card.json + policy.npz [+ `extra_files` copied, + files made by
     `writers`, each called with its path]), atomically.
 
-    `card["policy_sha256"]` is set to the written policy.npz's digest. `directory` must not
-    exist: everything is written into a temporary sibling that is renamed into place when complete.
+    `card["policy_sha256"]` is set to the written policy.npz's digest. Everything is written into
+    a staging sibling that takes `directory`'s place when complete; `directory` must not exist
+    unless `replace` is true (then the old folder is swapped out whole: `atomic.replace_dir`).
     """
     target = Path(directory)
-    _refuse_existing(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    if not replace:
+        _refuse_existing(target)
+    tmp = atomic.staging_dir(target, "writing")
     try:
         arrays = {}
         for i, (W, b) in enumerate(weights):
@@ -132,13 +138,7 @@ def write_weights_checkpoint(
             shutil.copy2(source, tmp / name)
         for name, write in (writers or {}).items():
             write(tmp / name)
-        for child in tmp.iterdir():
-            with open(child, "rb") as handle:
-                os.fsync(handle.fileno())
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a checkpoint is meant to be shared
-        _fsync_dir(tmp)
-        os.rename(tmp, target)  # atomic: target did not exist
-        _fsync_dir(target.parent)
+        atomic.replace_dir(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -177,13 +177,7 @@ def write_value_arrays(folder: str | os.PathLike, state: Mapping, activation: st
 
 def write_pointer(folder: Path, name: str, target: Path, **info) -> None:
     """Point `folder/<name>.json` at checkpoint `target` (temp file + os.replace)."""
-    data = {"path": target.name, **info}
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".json", dir=folder)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(data, indent=2) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, folder / f"{name}.json")
+    atomic.write_json(folder / f"{name}.json", {"path": target.name, **info})
 
 
 def save_run_checkpoint(folder: str | os.PathLike, model, card: dict, *, best: bool = False) -> Path:
@@ -200,11 +194,14 @@ def save_checkpoint_as_latest(folder: str | os.PathLike, steps: int,
     """Write `step_<N>/` in a run's checkpoint folder with `write(target)` (an atomic writer:
     `write_checkpoint`, `write_weights_checkpoint`) and move `latest` (and `best`) to it.
 
-    Any trainer's checkpoints go through here. Older step folders that no pointer names are
-    removed afterwards (the previous latest is kept until the new one is in place).
+    Any trainer's checkpoints go through here. Step folders that no pointer names are removed
+    before (what a killed session wrote but never pointed at) and after (the previous latest,
+    kept until the new one is in place). A `step_<N>/` that a pointer names already holds this
+    session's weights at that step (a second save at the same step) and is kept.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    _prune(folder)
     target = folder / f"step_{int(steps):09d}"
     if not target.exists():
         write(target)
@@ -218,24 +215,13 @@ def save_checkpoint_as_latest(folder: str | os.PathLike, steps: int,
 def _prune(folder: Path) -> None:
     keep = set()
     for name in ("latest", "best"):
-        pointer = folder / f"{name}.json"
-        if pointer.is_file():
-            keep.add(json.loads(pointer.read_text())["path"])
+        if (folder / f"{name}.json").is_file():
+            try:
+                keep.add(read_pointer(folder / f"{name}.json").name)
+            except CheckpointError:
+                continue  # a pointer to nothing protects nothing
     for child in folder.iterdir():
         stale = child.is_dir() and child.name.startswith("step_") and child.name not in keep
-        crashed = child.name.startswith(".step_")  # a temp dir left by a crashed write
-        if stale or crashed:
+        if stale:
             shutil.rmtree(child, ignore_errors=True)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    atomic.clear_leftovers(folder)  # staging folders of killed writers

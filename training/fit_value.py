@@ -17,7 +17,8 @@ Carlo returns of the reward the card names (the zero-sum round reward plus the r
 `--epochs` passes over each fresh rollout. It starts from `--init` (a `trainer.pt` or a
 checkpoint with a value head; default: the checkpoint's own value head if it has one) or from
 a fresh network. It writes `value.npz` and the card's `value` entry into the checkpoint
-(`fit` in the entry records how; each file replaced whole), then regenerates `card.md`.
+(`fit` in the entry records how; the checkpoint folder is swapped whole, so the head and
+the card that names its digest never disagree), then regenerates `card.md`.
 
     python -m training.fit_value checkpoints/selfplay-4p-d9 \\
         --init runs/selfplay-4p-d9-wb3/checkpoints/step_032006144/trainer.pt --decisions 4000000
@@ -27,9 +28,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -45,6 +45,7 @@ from cf_env.agents.checkpoint import (
     read_card,
     resolve_checkpoint,
 )
+from cf_env.core import atomic
 
 from . import checkpoints as ckpt
 from .collector import Collector, compute_gae
@@ -140,30 +141,33 @@ def fit(checkpoint: str | Path, *, decisions: int, games: int = 256, rollout_ste
                 f"fitting each rollout (returns' variance {var:.4f}), {time.time() - started:.0f} s")
     reward = {"reward_mode": config.options().reward_mode, "win_bonus": config.selfplay.win_bonus,
               "episode": config.env.episode}
-    with tempfile.TemporaryDirectory(dir=directory) as staging:  # files replaced whole
+    # The new head and the card naming its digest change together: the checkpoint is copied,
+    # changed in the copy, and swapped into place whole (a kill leaves the old one or the new).
+    staging = atomic.staging_dir(directory, "fitting")
+    try:
+        # (tmp*: the scratch folder an earlier version could leave inside a checkpoint)
+        shutil.copytree(directory, staging, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("tmp*"))
         entry = ckpt.write_value_arrays(staging, critic.state_dict(), card["activation"], reward)
-        os.replace(Path(staging) / VALUE_FILE, directory / VALUE_FILE)
-    entry["fit"] = {
-        "method": "policy evaluation: pure self-play of the frozen actor (pool share 0), Monte "
-                  "Carlo returns, mean-squared error (training.fit_value)",
-        "decisions": done, "games": games, "rollout_steps": rollout_steps, "epochs": epochs,
-        "batch_size": batch_size, "learning_rate": learning_rate, "seed": seed,
-        "init": started_from, "first_mse": history[0], "last_mse": float(np.mean(history[-20:])),
-        "wall_time_s": round(time.time() - started, 1),
-    }
-    if command is not None:
-        entry["fit"]["command"] = command
-    card["value"] = entry
-    _replace_text(directory / "card.json", json.dumps(card, indent=2) + "\n")
-    if "training" in card and "evaluation" in card:  # a shipped agent: its card.md names the head
-        _replace_text(directory / "card.md", card_markdown(card, directory))
+        entry["fit"] = {
+            "method": "policy evaluation: pure self-play of the frozen actor (pool share 0), "
+                      "Monte Carlo returns, mean-squared error (training.fit_value)",
+            "decisions": done, "games": games, "rollout_steps": rollout_steps, "epochs": epochs,
+            "batch_size": batch_size, "learning_rate": learning_rate, "seed": seed,
+            "init": started_from, "first_mse": history[0],
+            "last_mse": float(np.mean(history[-20:])),
+            "wall_time_s": round(time.time() - started, 1),
+        }
+        if command is not None:
+            entry["fit"]["command"] = command
+        card["value"] = entry
+        (staging / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+        if "training" in card and "evaluation" in card:  # a shipped agent: card.md names the head
+            (staging / "card.md").write_text(card_markdown(card, directory))
+        atomic.replace_dir(staging, directory)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # left only if something failed
     return entry
-
-
-def _replace_text(file: Path, text: str) -> None:
-    temporary = file.with_name(f".{file.name}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, file)
 
 
 def main(argv: list[str] | None = None) -> int:

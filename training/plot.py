@@ -10,26 +10,36 @@ the opponent pool. Parity (1 / players) is drawn as a dashed line.
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+
+from cf_env.core import atomic
+
+from .provenance import read_run_info
 
 
 def load_evals(run_dir: Path) -> dict[str, list[dict]]:
     """The run's evaluations from evals.jsonl: {opponent: entries by ascending step}.
 
     One entry per (opponent, step): a step evaluated twice (a session that re-evaluated the
-    checkpoint it resumed from) keeps its latest line, so the curve has no duplicate points.
+    checkpoint it resumed from) keeps its latest line, so the curve has no duplicate points. A
+    torn last line (a kill while it was appended) is skipped; any other bad line raises
+    `ValueError` naming the file and line.
     """
     by_step: dict[str, dict[int, dict]] = defaultdict(dict)
     path = Path(run_dir) / "evals.jsonl"
     if path.is_file():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                entry = json.loads(line)
-                by_step[entry["opponent"]][entry["steps"]] = entry
+        for number, entry in enumerate(atomic.read_jsonl(path), 1):
+            try:
+                by_step[str(entry["opponent"])][int(entry["steps"])] = entry
+                float(entry["win_rate"]["mean"]), float(entry["win_rate"]["ci_low"])
+                float(entry["win_rate"]["ci_high"])
+            except (TypeError, KeyError, ValueError):
+                raise ValueError(f"{path}: entry {number} is not an evaluation line "
+                                 "(opponent, steps, win_rate) as training writes it") from None
     return {opponent: [entries[step] for step in sorted(entries)]
             for opponent, entries in by_step.items()}
 
@@ -56,7 +66,10 @@ def plot_run(run_dir: str | Path, out: str | Path) -> Path:
 
     run_dir, out = Path(run_dir), Path(out)
     evals = load_evals(run_dir)
-    info = json.loads((run_dir / "run.json").read_text())
+    info = read_run_info(run_dir)
+    if info is None:
+        raise ValueError(f"{run_dir}: no run.json; expected a run directory written by "
+                         "python -m training.ppo")
     players = info["env_config"]["num_players"]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for opponent, entries in evals.items():
@@ -81,7 +94,8 @@ def plot_run(run_dir: str | Path, out: str | Path) -> Path:
     ax.legend(loc="lower right", fontsize=8)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    with atomic.atomic_path(out) as temporary:
+        fig.savefig(temporary, dpi=120, format="png")
     plt.close(fig)
     return out
 
@@ -91,7 +105,11 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("run_dir", help="a run directory written by python -m training.ppo")
     parser.add_argument("--out", default=None, help="PNG path (default: <run_dir>/learning_curve.png)")
     args = parser.parse_args(argv)
-    out = plot_run(args.run_dir, args.out or Path(args.run_dir) / "learning_curve.png")
+    try:
+        out = plot_run(args.run_dir, args.out or Path(args.run_dir) / "learning_curve.png")
+    except (ValueError, OSError) as err:
+        print("error: " + " ".join(str(err).split()), file=sys.stderr)
+        raise SystemExit(2) from None
     print(f"wrote {out}")
     return out
 

@@ -45,9 +45,9 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
-import yaml
 
 from cf_env import ChickenFootConfig
 from cf_env.envs.single_agent import ChickenFootSingleAgentEnv
@@ -63,14 +63,17 @@ from .config import (
     validate_policies,
 )
 from .opponents import OpponentPool
-from .provenance import git_revision
+from .processes import CollectorError
+from .provenance import git_revision, has_checkpoint, lock_run, restart_run_dir, write_config
 from .session import (  # noqa: F401  (shared by both algorithms; re-exported for callers)
     PACKAGES,
     Console,
     TrainResult,
     best_so_far,
+    clean_for_resume,
     evaluate_checkpoint,
     new_run_dir,
+    read_run_info,
     snapshot_paths,
     summary,
     write_run_info,
@@ -174,8 +177,7 @@ def _callbacks(config: TrainConfig, run_dir: Path, rules: ChickenFootConfig, sta
         def _snapshot(self) -> None:
             card = ckpt.make_card(self.model, rules, config.ppo.activation)
             path = run_dir / "snapshots" / f"step_{self.num_timesteps:09d}"
-            if not path.exists():
-                ckpt.write_checkpoint(path, self.model, card, with_model=False)
+            ckpt.write_checkpoint(path, self.model, card, with_model=False, replace=True)
             self.training_env.env_method("call_opponents", "add_snapshot", str(path))
             self.logger.record("opponents/snapshots", len(_snapshot_paths(run_dir, config)))
 
@@ -271,6 +273,7 @@ def train_maskable_ppo(config: TrainConfig, run_dir: Path, *, resume: bool = Fal
     if resume:
         latest = ckpt.resolve_checkpoint(run_dir)
         card = ckpt.read_card(latest)
+        clean_for_resume(run_dir, int(card["steps"]))
     first_step = card["steps"] if resume else 0
     seed = config.seed + first_step
     set_random_seed(seed)
@@ -353,6 +356,8 @@ class Start:
     """The run's step count when the session starts."""
     changes: dict = dataclasses.field(default_factory=dict)
     """On --resume: {field: (saved, new)} for each field `--set` changes."""
+    restart: bool = False
+    """On --resume of a run with no checkpoint (killed before its first): start it again."""
 
 
 def prepare(args: argparse.Namespace) -> Start:
@@ -381,6 +386,10 @@ def _prepare_resume(run_dir: Path, overrides: list[str]) -> Start:
         apply_override(data, assignment)
     config = config_from_dict(data)
     changes = resume_changes(saved, config)  # refuses seed, num_envs, shapes, env.*, ...
+    read_run_info(run_dir)  # a damaged run.json is refused now, not after the first step
+    if not has_checkpoint(run_dir):
+        validate_policies(config)
+        return Start(config, run_dir.name, run_dir, changes=changes, restart=True)
     latest = ckpt.resolve_checkpoint(run_dir)
     card = ckpt.read_card(latest)
     ckpt.check_compatible(card, config.rules(), strict=True)
@@ -405,10 +414,17 @@ def main(argv: list[str] | None = None) -> Path:
         start = prepare(args)
         if start.run_dir is None:
             start.run_dir = new_run_dir(start.config, start.config_name)
+        elif start.restart:
+            restart_run_dir(start.run_dir, start.config.to_dict())
+        else:
+            lock_run(start.run_dir)  # one session at a time; released when this process ends
     except (ValueError, OSError) as err:  # the user's input; anything else is a bug: traceback
         print("error: " + " ".join(str(err).split()), file=sys.stderr)  # one line
         raise SystemExit(2) from None
     config, run_dir = start.config, start.run_dir
+    if start.restart:
+        console.say(f"run {run_dir} has no checkpoint (its session stopped before the first); "
+                    "starting it again from step 0")
     if start.checkpoint is not None:
         if start.steps >= config.total_steps:
             console.say(f"run {run_dir} is already complete: step {start.steps:,} of "
@@ -419,22 +435,35 @@ def main(argv: list[str] | None = None) -> Path:
         for name, (old, new) in start.changes.items():
             console.say(f"  {name}: {old!r} -> {new!r}")
         if start.changes:
-            (run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-        result = train(config, run_dir, resume=True, argv=argv, console=console)
+            write_config(run_dir, config.to_dict())
+        try:
+            result = train(config, run_dir, resume=True, argv=argv, console=console)
+        except CollectorError as err:
+            _collector_failed(err, run_dir)
     else:
         console.say(f"run directory: {run_dir}")
         console.say(f"starting run {run_dir} at step 0 of {config.total_steps:,}")
         try:
             result = train(config, run_dir, argv=argv, console=console)
-        except BaseException:
-            if not (run_dir / "checkpoints" / "latest.json").is_file():
+        except BaseException as err:
+            if not has_checkpoint(run_dir):
                 # Nothing to resume: remove the folder so that the same command can run again.
                 shutil.rmtree(run_dir, ignore_errors=True)
                 console.say(f"removed {run_dir}: the run stopped before its first checkpoint")
+            if isinstance(err, CollectorError):
+                _collector_failed(err, run_dir)
             raise
     if result.failed_evals:
         raise SystemExit(1)
     return result.checkpoint
+
+
+def _collector_failed(err: CollectorError, run_dir: Path) -> NoReturn:
+    """A collector died: say which and how, and how to go on; exit 1."""
+    hint = (f"; its latest checkpoint is intact: python -m training.ppo --resume {run_dir}"
+            if has_checkpoint(run_dir) else "")
+    print(f"error: the run stopped: {err}{hint}", file=sys.stderr)
+    raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

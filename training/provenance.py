@@ -1,12 +1,21 @@
-"""What a run directory records about where it came from: the git revision and package versions."""
+"""What a run directory records about where it came from (the git revision and package
+versions), its creation, and the lock a session holds on it."""
 
 from __future__ import annotations
 
+import json
+import os
 import platform
+import shutil
 import subprocess
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
+
+from cf_env.core import atomic
+
+LOCK_FILE = ".lock"
+_HELD: dict[Path, int] = {}  # run directory -> the descriptor holding its lock (this process)
 
 
 def git_revision() -> dict:
@@ -35,14 +44,97 @@ def package_versions(packages: tuple[str, ...]) -> dict:
     return out
 
 
+def read_run_info(run_dir: Path) -> dict | None:
+    """The run's `run.json` (None if it has none yet); `ValueError` naming the file when it is
+    not what `write_run_info` writes."""
+    path = Path(run_dir) / "run.json"
+    if not path.is_file():
+        return None
+    try:
+        info = json.loads(path.read_text())
+    except ValueError as err:
+        raise ValueError(f"{path} is damaged (not JSON: {err}); it only records the run's "
+                         "sessions and versions: restore it, or delete it to resume with a "
+                         "new history") from None
+    if not isinstance(info, dict) or not isinstance(info.get("sessions"), list):
+        raise ValueError(f"{path}: expected an object with a 'sessions' list, as training.ppo "
+                         "writes it; restore it, or delete it to resume with a new history")
+    return info
+
+
+def lock_run(run_dir: Path) -> None:
+    """Hold the run directory's lock for the rest of this process (the kernel drops it when the
+    process dies, however it dies). Raises `OSError` naming the holder if another process has it.
+    """
+    run_dir = Path(run_dir)
+    if run_dir.resolve() in _HELD:
+        return
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): unlocked
+        return
+    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise OSError(f"run directory {run_dir} is in use by a running session (pid {holder}); "
+                      "wait for it to end or stop it") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    _HELD[run_dir.resolve()] = fd
+
+
+def release_run(run_dir: Path) -> None:
+    """Let go of a lock `lock_run` took (a session that ends before the process does)."""
+    fd = _HELD.pop(Path(run_dir).resolve(), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def has_checkpoint(run_dir: Path) -> bool:
+    """Whether the run directory has a checkpoint to resume from."""
+    return (Path(run_dir) / "checkpoints" / "latest.json").is_file()
+
+
 def create_run_dir(runs_dir: str, run_name: str | None, default_name: str, config: dict,
                    exists_hint: str = "pick another run_name") -> Path:
-    """Make a new run directory (never reusing one) holding the resolved `config.yaml`."""
-    import yaml  # the `train` extra; this module's other functions need only the stdlib
+    """Make a run directory holding the resolved `config.yaml`, and lock it (`lock_run`).
 
+    An existing run with a checkpoint is never reused (`FileExistsError`). One with no
+    checkpoint (its session was killed before the first) is started afresh: `restart_run_dir`.
+    """
     run_dir = Path(runs_dir) / (run_name or f"{default_name}-{datetime.now():%Y%m%d-%H%M%S}")
     if run_dir.exists():
-        raise FileExistsError(f"run directory {run_dir} exists; {exists_hint}")
+        if has_checkpoint(run_dir) or not (run_dir / "config.yaml").is_file():
+            raise FileExistsError(f"run directory {run_dir} exists; {exists_hint}")
+        restart_run_dir(run_dir, config)
+        return run_dir
     run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    lock_run(run_dir)
+    write_config(run_dir, config)
     return run_dir
+
+
+def restart_run_dir(run_dir: Path, config: dict) -> None:
+    """Empty a run directory that has no checkpoint (what a session killed before its first one
+    left) and write `config` as its `config.yaml`: the run starts again at step 0."""
+    lock_run(run_dir)
+    if has_checkpoint(run_dir):
+        raise FileExistsError(f"run directory {run_dir} has a checkpoint; resume it instead")
+    for child in run_dir.iterdir():
+        if child.name == LOCK_FILE:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    write_config(run_dir, config)
+
+
+def write_config(run_dir: Path, config: dict) -> None:
+    """Replace the run's `config.yaml` (whole)."""
+    import yaml  # the `train` extra; this module's other functions need only the stdlib
+
+    atomic.write_text(Path(run_dir) / "config.yaml", yaml.safe_dump(config, sort_keys=False))

@@ -58,6 +58,7 @@ from pathlib import Path
 import numpy as np
 
 from cf_env import OBSERVATION_VERSION
+from cf_env.core import atomic
 from training import checkpoints as ckpt
 from training.provenance import create_run_dir, git_revision, package_versions
 
@@ -106,7 +107,7 @@ def new_run_dir(config: RLlibTrainConfig, config_name: str, argv: list[str]) -> 
         "argv": argv,
         "git": git_revision(),
     }
-    (run_dir / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+    atomic.write_json(run_dir / "run.json", info)
     return run_dir
 
 
@@ -175,8 +176,7 @@ def train(config: RLlibTrainConfig, run_dir: Path, *, address: str | None = None
     try:
         for iteration in range(1, config.iterations + 1):
             line = summarize(algo.train(), started)
-            with open(run_dir / "progress.jsonl", "a") as handle:
-                handle.write(json.dumps(line) + "\n")
+            atomic.append_lines(run_dir / "progress.jsonl", [json.dumps(line)])
             log(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in line.items() if v is not None))
             if iteration % config.checkpoint_every == 0 or iteration == config.iterations:

@@ -28,7 +28,8 @@ Design (issue 13), top to bottom as the code runs:
    update. Each worker owns `num_games / workers` games seeded from (seed, worker index), so a
    run is deterministic for a fixed `workers` and `overlap`; different values deal different
    games (and `overlap` adds the lag), so their runs differ. A worker writes each rollout into
-   its own shared-memory block (`SharedRollout`) and sends only its statistics through the pipe.
+   its own shared-memory block (`SharedRollout`, memory no path names) and sends only its
+   statistics through the pipe; a worker that dies raises `CollectorError` naming it.
 5. **Precision** (`selfplay.update_dtype`): the update's matmuls in float32, or in bfloat16
    under `torch.autocast` ("auto": where the CPU multiplies bf16 in hardware); everything else
    (weights, Adam, losses, collection) is float32.
@@ -83,10 +84,13 @@ MaskablePPO's ceiling: `python -m training.bench` (README, Training).
 from __future__ import annotations
 
 import contextlib
+import mmap
 import multiprocessing as mp
+import os
 import signal
 import time
-from multiprocessing import shared_memory
+import traceback
+from multiprocessing import connection as mp_connection
 from pathlib import Path
 
 import numpy as np
@@ -106,11 +110,20 @@ from .collector import (
     rollout_fields,
 )
 from .config import TrainConfig, config_from_dict
+from .processes import (
+    CollectorError,
+    anonymous_memory,
+    describe_exit,
+    die_with_parent,
+    receive_fd,
+    send_fd,
+)
 from .provenance import git_revision
 from .session import (
     Console,
     TrainResult,
     best_so_far,
+    clean_for_resume,
     evaluate_checkpoint,
     snapshot_paths,
     summary,
@@ -279,29 +292,32 @@ class LocalCollection:
 
 
 class SharedRollout:
-    """One collector process's rollout arrays in a shared-memory block: the worker writes its
-    rollout there and the trainer copies it out, instead of pickling ~22 MB through the pipe
-    (~10 µs of CPU per decision on the two sides; a copy each side costs ~0.5)."""
+    """One collector process's rollout arrays in shared memory: the worker writes its rollout
+    there and the trainer copies it out, instead of pickling ~22 MB through the pipe (~10 µs of
+    CPU per decision on the two sides; a copy each side costs ~0.5).
 
-    def __init__(self, fields: dict[str, tuple[type, tuple]], name: str | None = None):
+    The memory has no name (`training.processes.anonymous_memory`): the trainer creates it and
+    hands its descriptor to the worker, so a run killed whole leaves nothing in `/dev/shm`."""
+
+    def __init__(self, fields: dict[str, tuple[type, tuple]], fd: int | None = None):
         sizes = {key: int(np.prod(shape)) * np.dtype(dtype).itemsize
                  for key, (dtype, shape) in fields.items()}
         total = sum(-(-size // 64) * 64 for size in sizes.values())  # 64-byte aligned arrays
-        self.memory = shared_memory.SharedMemory(name=name, create=name is None, size=total)
+        self.fd = anonymous_memory(total) if fd is None else fd
+        self.memory = mmap.mmap(self.fd, total)
         self.arrays, offset = {}, 0
         for key, (dtype, shape) in fields.items():
-            self.arrays[key] = np.ndarray(shape, dtype, buffer=self.memory.buf, offset=offset)
+            self.arrays[key] = np.ndarray(shape, dtype, buffer=self.memory, offset=offset)
             offset += -(-sizes[key] // 64) * 64
 
     def write(self, roll: Rollout) -> None:
         for key, array in self.arrays.items():
             array[...] = getattr(roll, key)
 
-    def close(self, unlink: bool = False) -> None:
+    def close(self) -> None:
         self.arrays = {}  # no view may outlive the mapping
         self.memory.close()
-        if unlink:
-            self.memory.unlink()
+        os.close(self.fd)
 
 
 def _rollout_fields(config: TrainConfig, games: int) -> dict[str, tuple[type, tuple]]:
@@ -312,29 +328,38 @@ def _rollout_fields(config: TrainConfig, games: int) -> dict[str, tuple[type, tu
 
 
 def _worker_main(conn, config_dict: dict, seed: int, games: int, snapshots: list[str],
-                 worker: int, memory: str) -> None:
-    """A collector process: receives weights (and new snapshots), writes each rollout into the
-    shared block `memory` and sends back its statistics."""
+                 worker: int, parent_pid: int) -> None:
+    """A collector process: receives its shared block, then weights (and new snapshots); writes
+    each rollout into the block and sends back its statistics. A failure is sent back as
+    ("error", traceback) for the trainer to report."""
+    die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it saves, then stops us
-    torch.set_num_threads(1)
-    config = config_from_dict(config_dict)
-    actor, critic = build_networks(config)
-    collector = Collector(config.rules(), games, seed=worker_seed(seed, worker),
-                          snapshots=list(snapshots), **collector_kwargs(config))
-    shared = SharedRollout(_rollout_fields(config, games), name=memory)
-    while True:
-        message = conn.recv()
-        if message is None:
-            break
-        actor_state, critic_state, new_snapshots = message
-        actor.load_state_dict({k: torch.from_numpy(v) for k, v in actor_state.items()})
-        critic.load_state_dict({k: torch.from_numpy(v) for k, v in critic_state.items()})
-        for path in new_snapshots:
-            collector.add_snapshot(path)
-        roll = collector.collect(actor, critic, config.selfplay.rollout_steps)
-        roll, stats = _finish(collector, roll, config)
-        shared.write(roll)
-        conn.send(stats)
+    try:
+        torch.set_num_threads(1)
+        config = config_from_dict(config_dict)
+        shared = SharedRollout(_rollout_fields(config, games), fd=receive_fd(conn))
+        actor, critic = build_networks(config)
+        collector = Collector(config.rules(), games, seed=worker_seed(seed, worker),
+                              snapshots=list(snapshots), **collector_kwargs(config))
+        while True:
+            message = conn.recv()
+            if message is None:
+                break
+            actor_state, critic_state, new_snapshots = message
+            actor.load_state_dict({k: torch.from_numpy(v) for k, v in actor_state.items()})
+            critic.load_state_dict({k: torch.from_numpy(v) for k, v in critic_state.items()})
+            for path in new_snapshots:
+                collector.add_snapshot(path)
+            roll = collector.collect(actor, critic, config.selfplay.rollout_steps)
+            roll, stats = _finish(collector, roll, config)
+            shared.write(roll)
+            conn.send(stats)
+    except (EOFError, BrokenPipeError):
+        return  # the trainer is gone
+    except BaseException:  # noqa: BLE001 — reported to the trainer, which raises it
+        with contextlib.suppress(OSError):
+            conn.send(("error", traceback.format_exc()))
+        raise SystemExit(1) from None
     shared.close()
     conn.close()
 
@@ -345,35 +370,67 @@ def _numpy_state(module: nn.Module) -> dict:
 
 class ProcessCollection:
     """`workers` collector processes; `start` sends the weights, `result` gathers the rollouts
-    (concatenated in worker order, chain links shifted)."""
+    (concatenated in worker order, chain links shifted). A worker that dies or fails raises
+    `CollectorError` naming it, within a second of its death."""
 
     def __init__(self, config: TrainConfig, seed: int, snapshots: list[str]):
         self.config = config
         workers = config.selfplay.workers
         games = config.selfplay.num_games // workers
         context = mp.get_context("spawn")  # no fork of a process holding torch threads
-        self.conns, self.procs = [], []
-        self.shared = [SharedRollout(_rollout_fields(config, games)) for _ in range(workers)]
-        for worker in range(workers):
-            parent, child = context.Pipe()
-            proc = context.Process(target=_worker_main, daemon=True,
-                                   args=(child, config.to_dict(), seed, games, list(snapshots),
-                                         worker, self.shared[worker].memory.name))
-            proc.start()
-            child.close()
-            self.conns.append(parent)
-            self.procs.append(proc)
+        self.conns, self.procs, self.shared = [], [], []
+        try:
+            for worker in range(workers):
+                shared = SharedRollout(_rollout_fields(config, games))
+                self.shared.append(shared)
+                parent, child = context.Pipe()
+                proc = context.Process(target=_worker_main, daemon=True,
+                                       args=(child, config.to_dict(), seed, games, list(snapshots),
+                                             worker, os.getpid()))
+                proc.start()
+                child.close()
+                self.conns.append(parent)
+                self.procs.append(proc)
+                send_fd(parent, shared.fd, proc.pid)
+        except BaseException:
+            self.close()
+            raise
 
     def start(self, actor, critic, new_snapshots: list[str]) -> None:
         message = (_numpy_state(actor), _numpy_state(critic), list(new_snapshots))
-        for conn in self.conns:
-            conn.send(message)
+        for worker, conn in enumerate(self.conns):
+            try:
+                conn.send(message)
+            except OSError:
+                self._died(worker)
+
+    def _receive(self, worker: int):
+        conn, proc = self.conns[worker], self.procs[worker]
+        while True:
+            ready = mp_connection.wait([conn, proc.sentinel], timeout=1.0)
+            if conn in ready:
+                try:
+                    message = conn.recv()
+                except (EOFError, OSError):
+                    self._died(worker)
+                if isinstance(message, tuple) and message[:1] == ("error",):
+                    raise CollectorError(f"collector worker {worker} (pid {proc.pid}) failed:\n"
+                                         f"{message[1]}")
+                return message
+            if ready:
+                self._died(worker)
+
+    def _died(self, worker: int):
+        proc = self.procs[worker]
+        proc.join(timeout=1)
+        raise CollectorError(f"collector worker {worker} (pid {proc.pid}) "
+                             f"{describe_exit(proc.exitcode)} during collection")
 
     def result(self) -> tuple[Rollout, dict]:
         merged, offset = {}, 0
         stats = {"wins": 0.0, "seats": 0, "rounds": 0}
-        for conn, shared in zip(self.conns, self.shared):
-            part_stats = conn.recv()  # the worker has written its block
+        for worker, shared in enumerate(self.shared):
+            part_stats = self._receive(worker)  # the worker has written its block
             part = dict(shared.arrays)  # views: the np.concatenate below copies them out
             nxt = part["next"]
             part["next"] = np.where(nxt >= 0, nxt + offset, -1)
@@ -382,6 +439,7 @@ class ProcessCollection:
                 merged.setdefault(key, []).append(value)
             for key in stats:
                 stats[key] += part_stats[key]
+            del part, nxt
         return Rollout(**{k: np.concatenate(v) for k, v in merged.items()}), stats
 
     def collect(self, actor, critic, new_snapshots: list[str]) -> tuple[Rollout, dict]:
@@ -395,10 +453,13 @@ class ProcessCollection:
         for proc in self.procs:
             proc.join(timeout=5)
             if proc.is_alive():
-                proc.terminate()
+                proc.kill()
+                proc.join(timeout=5)
+        for conn in self.conns:
+            conn.close()
         for shared in self.shared:
-            shared.close(unlink=True)
-        self.shared = []
+            shared.close()
+        self.conns, self.procs, self.shared = [], [], []
 
 
 # ------------------------------------------------------------------------------- the trainer
@@ -547,10 +608,11 @@ def save(trainer: SelfPlayTrainer, run_dir: Path, rules: ChickenFootConfig, conf
 
 def write_snapshot(trainer: SelfPlayTrainer, run_dir: Path, rules: ChickenFootConfig,
                    config: TrainConfig, started: float) -> Path:
+    """Write the actor as `snapshots/step_<N>/` for the opponent pool (replacing a folder of
+    that name: only a killed session's, which no checkpoint's pool names)."""
     path = run_dir / "snapshots" / f"step_{trainer.steps:09d}"
-    if not path.exists():
-        ckpt.write_weights_checkpoint(path, actor_weights(trainer.actor),
-                                      make_card(trainer, rules, config, started))
+    ckpt.write_weights_checkpoint(path, actor_weights(trainer.actor),
+                                  make_card(trainer, rules, config, started), replace=True)
     return path
 
 
@@ -572,6 +634,7 @@ def train_selfplay(config: TrainConfig, run_dir: Path, *, resume: bool = False,
         latest = ckpt.resolve_checkpoint(run_dir)
         state = load_trainer_state(latest)
         started -= ckpt.read_card(latest).get("wall_time_s", 0.0)
+        clean_for_resume(run_dir, int(state["steps"]))
     first_step = int(state["steps"]) if state else 0
     seed = config.seed + first_step
     # ----

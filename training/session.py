@@ -9,17 +9,19 @@ import dataclasses
 import functools
 import json
 import platform
+import shutil
 import sys
 import traceback
 from datetime import datetime
 from pathlib import Path
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
+from cf_env.core import atomic
 
 from . import checkpoints as ckpt
 from .config import TrainConfig
 from .plot import load_evals
-from .provenance import create_run_dir, git_revision, package_versions
+from .provenance import create_run_dir, git_revision, package_versions, read_run_info
 
 PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "stable-baselines3", "sb3-contrib")
 
@@ -32,7 +34,8 @@ def new_run_dir(config: TrainConfig, config_name: str) -> Path:
 
 def write_run_info(run_dir: Path, config: TrainConfig, argv: list[str]) -> None:
     info_path = run_dir / "run.json"
-    history = json.loads(info_path.read_text())["sessions"] if info_path.exists() else []
+    previous = read_run_info(run_dir)
+    history = previous["sessions"] if previous else []
     history.append({"started": datetime.now().isoformat(timespec="seconds"), "argv": argv,
                     "git": git_revision()})
     info = {
@@ -42,7 +45,21 @@ def write_run_info(run_dir: Path, config: TrainConfig, argv: list[str]) -> None:
         "platform": platform.platform(),
         "sessions": history,
     }
-    info_path.write_text(json.dumps(info, indent=2) + "\n")
+    atomic.write_json(info_path, info)
+
+
+def clean_for_resume(run_dir: Path, steps: int) -> None:
+    """Drop what a killed session wrote past the checkpoint a run resumes from (step `steps`):
+    snapshots of later steps (the resumed run writes its own), evaluations of later steps and a
+    torn last line of `evals.jsonl`. Step folders no pointer names go at the next checkpoint."""
+    for snapshot in sorted((run_dir / "snapshots").glob("step_*")):
+        step = snapshot.name[len("step_"):]
+        if step.isdigit() and int(step) > steps:
+            shutil.rmtree(snapshot)
+    atomic.clear_leftovers(run_dir / "snapshots")
+    atomic.clear_leftovers(run_dir / "checkpoints")
+    atomic.repair_jsonl(run_dir / "evals.jsonl",
+                        keep=lambda entry: isinstance(entry, dict) and entry.get("steps", 0) <= steps)
 
 
 # ------------------------------------------------------------------------------- console
@@ -121,9 +138,7 @@ def evaluate_checkpoint(path: Path, rules: ChickenFootConfig, config: TrainConfi
     except Exception:  # noqa: BLE001 — reported, then training goes on
         console.say(f"[training.ppo] evaluation at step {steps} failed:\n{traceback.format_exc()}")
         return None
-    with open(path.parent.parent / "evals.jsonl", "a") as handle:
-        for line in lines:
-            handle.write(json.dumps(line) + "\n")
+    atomic.append_lines(path.parent.parent / "evals.jsonl", [json.dumps(line) for line in lines])
     console.say(f"step {steps:,}: {_describe_evals(lines)}")
     return metrics
 

@@ -19,8 +19,10 @@ Everything is checked before the evaluations start (`check_ship`): the run direc
 once), every evaluation's settings, and the destination. `<dest>` may be new, empty, or an
 earlier shipped agent (a folder with `card.json`), which is replaced; any other existing path
 is refused, and so is a destination inside the run directory (or holding it). The new agent is
-built in a temporary sibling of `<dest>` and renamed into place only when complete, so a failed
-or interrupted ship leaves an earlier agent as it was. A problem found by the checks prints one
+built in a staging sibling of `<dest>` and swapped into place whole when complete
+(`cf_env.core.atomic.replace_dir`), so a ship killed at any instant leaves the earlier agent
+or the new one; the next ship removes a killed ship's staging folder and renames back an agent
+that an older ship left aside (`.<dest>.old-…`). A problem found by the checks prints one
 ``error:`` line and exits 2; anything later is a bug and keeps its traceback.
 """
 
@@ -35,11 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cf_env import ChickenFootConfig
+from cf_env.core import atomic
 
 from . import checkpoints as ckpt
 from .config import config_from_dict
 from .evaluate import evaluate, fail, plan_evaluation
-from .plot import plot_run
+from .plot import load_evals, plot_run
 
 BASELINES = ("random", "greedy", "heuristic")
 LEARNERS = {  # the card's `algo` (cards before the self-play trainer have none: MaskablePPO)
@@ -97,6 +100,16 @@ def _run_info(run_dir: Path) -> dict:
     return info
 
 
+def _recover_dest(dest: Path) -> None:
+    """Undo what a killed ship left beside `dest` (`atomic.recover_dir`), including an agent
+    that a ship before this version moved to `.<dest>.old-<random>` and never moved back."""
+    atomic.recover_dir(dest)
+    aside = sorted(dest.parent.glob(f".{dest.name}.old-*")) if dest.parent.is_dir() else []
+    if not dest.exists() and len(aside) == 1 and (aside[0] / "card.json").is_file():
+        aside[0].rename(dest)
+        print(f"restored {dest} from {aside[0].name}, where an interrupted ship had left it")
+
+
 def _check_dest(run_dir: Path, dest: Path) -> None:
     run, target = run_dir.resolve(), dest.resolve()
     if target == run or run in target.parents or target in run.parents:
@@ -134,11 +147,13 @@ def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", dea
     card = ckpt.read_card(source)
     config = ChickenFootConfig.from_dict(card["env_config"])
     info = _run_info(run_dir)
+    load_evals(run_dir)  # the learning curve's log: a damaged one is refused before the work
     plan = ShipPlan(run_dir, dest, which, source, info, deals, workers, seed, tuple(full_games),
                     tuple(also), hardware)
     # Builds the policies once per evaluation: bad weights or a bad spec fail here.
     for opponent, single_round in plan.lineups():
         plan_evaluation([f"ppo:{source}", opponent], config, deals, seed, workers, single_round)
+    _recover_dest(dest)
     _check_dest(run_dir, dest)
     return plan
 
@@ -151,10 +166,10 @@ def ship(run_dir: Path, dest: Path, which: str, deals: int, workers: int, seed: 
 def run_ship(plan: ShipPlan) -> dict:
     """Build the shipped agent in a temporary sibling of `plan.dest`, then swap it into place."""
     dest = plan.dest
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.shipping-", dir=dest.parent))
+    staging = atomic.staging_dir(dest, "shipping")
     try:
         card = _build(plan, staging)
-        _replace(staging, dest)
+        atomic.replace_dir(staging, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # left only if something failed
     return card
@@ -217,18 +232,6 @@ def _value_head(plan: ShipPlan, folder: Path, card: dict) -> dict | None:
     reward = {"reward_mode": train.options().reward_mode, "win_bonus": train.selfplay.win_bonus,
               "episode": train.env.episode}
     return ckpt.write_value_head(folder, trainer, card["activation"], reward)
-
-
-def _replace(staging: Path, dest: Path) -> None:
-    """Rename the finished agent to `dest`; an earlier agent there is moved aside, then removed."""
-    if not dest.exists():
-        staging.rename(dest)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
-    old.rmdir()  # rename needs the name free
-    dest.rename(old)
-    staging.rename(dest)
-    shutil.rmtree(old)
 
 
 def _pct(ci: dict) -> str:

@@ -69,7 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cf_env.core.config import OPTION_FIELDS, ChickenFootConfig
+from cf_env.core.config import OPTION_FIELDS, REWARD_MODES, ChickenFootConfig
 from cf_env.core.observation import OBSERVATION_VERSION, observation_layout, privileged_layout
 
 CHECKPOINT_FORMAT = 1
@@ -533,6 +533,7 @@ VALUE_FILE = "value.npz"
 VALUE_INPUTS = ["observation", "privileged"]
 VALUE_KEYS = {"sha256": str, "net_arch": list, "activation": str, "inputs": list, "reward": dict}
 REWARD_KEYS = {"reward_mode": str, "win_bonus": (int, float), "episode": str}
+MAX_WIN_BONUS = 1000.0  # far above any trained bonus (the shipped agent's: 3)
 
 
 class ValueHead:
@@ -591,6 +592,13 @@ def value_entry(card: Mapping, file: Path) -> dict:
             isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 1 << 14 for n in arch):
         raise CheckpointError(f"{file}: value net_arch must be a list of positive ints; got "
                               f"{arch!r}")
+    reward = entry["reward"]
+    if reward["reward_mode"] not in REWARD_MODES:
+        raise CheckpointError(f"{file}: value reward_mode must be one of {list(REWARD_MODES)}; got "
+                              f"{reward['reward_mode']!r}")
+    if not math.isfinite(reward["win_bonus"]) or abs(reward["win_bonus"]) > MAX_WIN_BONUS:
+        raise CheckpointError(f"{file}: value win_bonus must be a finite number in "
+                              f"[-{MAX_WIN_BONUS:g}, {MAX_WIN_BONUS:g}]; got {reward['win_bonus']!r}")
     if entry["reward"]["episode"] != "round":
         raise CheckpointError(f"{file}: the value head predicts {entry['reward']['episode']!r} "
                               "returns; search stops at the round's end, so it needs 'round'")

@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cf_env.core import atomic
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine, IllegalActionError
 from cf_env.core.tiles import tile_tables
@@ -257,7 +258,7 @@ def save_record(path, record: dict) -> None:
         f"  {json.dumps(key)}: {json.dumps(value, separators=(', ', ': '))}"
         for key, value in record.items()
     )
-    Path(path).write_text("{\n" + body + "\n}\n", encoding="utf-8")
+    atomic.write_text(path, "{\n" + body + "\n}\n")
 
 
 def _refuse_digits(text: str) -> int:
