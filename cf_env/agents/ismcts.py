@@ -65,7 +65,11 @@ runs played the previous `selfplay-4p-d9`):
 Budgets: an iteration count, or `ms=<milliseconds>` of this process's CPU time per decision (on
 an idle core the same as wall time; a loaded machine slows the clock, not the thinking). An
 iteration count is reproducible from the seed; a time budget is not (the count it reaches
-depends on the machine).
+depends on the machine). Both are bounded, in the spec and in the constructor alike
+(`check_budget`): at most `MAX_ITERATIONS` = 100,000 iterations (about 20 s of CPU and 25 MB of
+tree for the first decision of a 4-player double-9 round, at some 0.2 ms per iteration) and
+`MAX_MS` = 60,000 ms (a minute, in which the tree grows by about 100 MB). Without a bound
+`ismcts:1000000000000` would never return from its first decision while its tree grew.
 
     python -m cf_env.tools.search_bench      # µs per iteration by set size, before and after
 """
@@ -89,6 +93,8 @@ from cf_env.core.observation import Encoder, ObservationDecoder, ObservedState
 from cf_env.core.tiles import tile_tables
 
 DEFAULT_ITERATIONS = 200
+MAX_ITERATIONS = 100_000  # iterations (determinizations) per decision: see the module docstring
+MAX_MS = 60_000.0  # milliseconds of CPU time per decision
 # Spec forms, for error messages.
 ISMCTS_FORMS = "ismcts, ismcts:<iterations> or ismcts:ms=<milliseconds> (e.g. ismcts:200, ismcts:ms=100)"
 GUIDED_FORMS = (
@@ -110,24 +116,50 @@ class _Node:
         self.prior: list[float] | None = None  # per action id (guided root only)
 
 
-def parse_budget(text: str, spec: str, forms: str) -> tuple[int | None, float | None]:
-    """(iterations, ms) from '<iterations>' or 'ms=<milliseconds>'; ValueError naming `spec`."""
+def _shown(value: object) -> str:
+    """A budget value for an error message: numbers as written, other things by type only (a
+    huge int or str is not printed)."""
+    if isinstance(value, float) or (isinstance(value, int) and -10**18 < value < 10**18):
+        return repr(value)
+    if isinstance(value, int):
+        return f"an int of {value.bit_length()} bits"
+    return f"a {type(value).__name__}"
+
+
+def check_budget(what: str, iterations: object, ms: object,
+                 max_iterations: int = MAX_ITERATIONS) -> None:
+    """ValueError, naming `what` and the allowed range, unless `iterations` is an int in
+    1..`max_iterations` and `ms` is None or a number of milliseconds in (0, `MAX_MS`]."""
+    if (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer))
+            or not 1 <= iterations <= max_iterations):
+        raise ValueError(f"{what} iterations must be a positive int, at most {max_iterations}; "
+                         f"got {_shown(iterations)}")
+    if ms is not None and (isinstance(ms, bool) or not isinstance(ms, (int, float, np.integer, np.floating))
+                           or not 0 < ms <= MAX_MS):
+        raise ValueError(f"{what} ms must be a positive number of milliseconds, at most "
+                         f"{MAX_MS:.0f}; got {_shown(ms)}")
+
+
+def parse_budget(text: str, spec: str, forms: str,
+                 max_iterations: int = MAX_ITERATIONS) -> tuple[int | None, float | None]:
+    """(iterations, ms) from '<iterations>' (1..`max_iterations`) or 'ms=<milliseconds>' (at most
+    `MAX_MS`); ValueError naming `spec`, the allowed range and the valid forms."""
     if text.startswith("ms="):
         try:
             ms = float(text[3:])
         except ValueError:
             ms = -1.0
-        if not (ms > 0 and math.isfinite(ms)):
-            raise ValueError(f"policy spec {spec!r}: ms must be a positive number of milliseconds; "
-                             f"valid forms: {forms}")
+        if not 0 < ms <= MAX_MS:  # NaN fails too
+            raise ValueError(f"policy spec {spec!r}: ms must be a positive number of milliseconds, "
+                             f"at most {MAX_MS:.0f}; valid forms: {forms}")
         return None, ms
     try:
         iterations = int(text)
     except ValueError:
         iterations = -1
-    if iterations < 1:
-        raise ValueError(f"policy spec {spec!r}: iterations must be a positive int; "
-                         f"valid forms: {forms}")
+    if not 1 <= iterations <= max_iterations:
+        raise ValueError(f"policy spec {spec!r}: iterations must be a positive int, at most "
+                         f"{max_iterations}; valid forms: {forms}")
     return iterations, None
 
 
@@ -141,13 +173,15 @@ def split_guided(arg: str) -> tuple[str, str]:
     return arg, ""
 
 
-def checkpoint_budget(spec: str, arg: str, forms: str) -> tuple[str, int | None, float | None]:
+def checkpoint_budget(spec: str, arg: str, forms: str,
+                      max_iterations: int = MAX_ITERATIONS) -> tuple[str, int | None, float | None]:
     """(checkpoint path, iterations, ms) from a `<checkpoint>[:<budget>]` spec argument
-    (`guided:`, `lookahead:`); ValueError naming `spec` and its valid `forms`."""
+    (`guided:`, `lookahead:`), the budget bounded as `parse_budget` bounds it; ValueError naming
+    `spec` and its valid `forms`."""
     path, budget = split_guided(arg)
     if not path:
         raise ValueError(f"policy spec {spec!r} needs a checkpoint path; valid forms: {forms}")
-    iterations, ms = parse_budget(budget, spec, forms) if budget else (None, None)
+    iterations, ms = parse_budget(budget, spec, forms, max_iterations) if budget else (None, None)
     return path, iterations, ms
 
 
@@ -234,13 +268,12 @@ class ISMCTSPolicy:
         rollout_net: int = 0,
         rollout: str = "follow",
     ):
-        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-            raise ValueError(f"ismcts iterations must be a positive int; got {iterations!r}")
-        if ms is not None and not (ms > 0 and math.isfinite(ms)):
-            raise ValueError(f"ismcts ms must be a positive number of milliseconds; got {ms!r}")
+        check_budget("ismcts", iterations, ms)
+        if isinstance(rollout_net, bool) or not isinstance(rollout_net, int) or rollout_net < 0:
+            raise ValueError(f"rollout_net must be an int >= 0; got {_shown(rollout_net)}")
         self.config = config
-        self.iterations = iterations
-        self.ms = ms
+        self.iterations = int(iterations)
+        self.ms = None if ms is None else float(ms)
         self.exploration = exploration
         self.guide = guide
         self.puct = self.PUCT_C if puct is None else puct

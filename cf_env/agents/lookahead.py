@@ -28,6 +28,13 @@ evidence follows the round through every one of my decisions, the policy sets `a
 Budgets: `lookahead:<ckpt>:<determinizations>` (default 64) or `lookahead:<ckpt>:ms=<ms>` of
 this process's CPU time per decision (determinizations in chunks of `CHUNK` until the time is
 spent). Only the acting player's observation is read (the real engine is never peeked at).
+Both are bounded, in the spec and in the constructor: at most `MAX_DETERMINIZATIONS` = 10,000
+and `MAX_MS` (ISMCTS's, 60,000 ms). The count's bound is ten times lower than ISMCTS's
+`MAX_ITERATIONS`: a determinization plays every legal move, with a batched network pass per
+step, about 0.45 ms of CPU at a 4-player double-9 round's first decision and some 1.3 ms for
+`belief:` once it has evidence (2-3 and 6 ISMCTS iterations), so 10,000 is a decision of 5-15 s,
+and 128 or 256 did no better than 64 (below). Memory does not grow with the count: lines are
+played `CHUNK` determinizations at a time.
 
 Measured (README, "Policies"; 4 players double-9, single rounds, seed 0): over
 `checkpoints/selfplay-4p-d9-v3` with 64 determinizations (47 ms of CPU per decision on average),
@@ -53,7 +60,7 @@ from threadpoolctl import ThreadpoolController
 
 from cf_env.agents.belief import OpponentEvidence
 from cf_env.agents.checkpoint import ValueHead, load_ppo_policy, load_value_head
-from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, checkpoint_budget
+from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, check_budget, checkpoint_budget
 from cf_env.core.actions import legal_masks
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.deals import DealSampler
@@ -61,6 +68,7 @@ from cf_env.core.engine import Engine
 from cf_env.core.rewards import round_rewards, win_bonus
 
 DEFAULT_DETERMINIZATIONS = 64
+MAX_DETERMINIZATIONS = 10_000  # per decision: see the module docstring
 LOOKAHEAD_FORMS = (
     "lookahead:<checkpoint>, lookahead:<checkpoint>:<determinizations> or "
     "lookahead:<checkpoint>:ms=<milliseconds> (e.g. lookahead:checkpoints/selfplay-4p-d9-v3:64); "
@@ -82,6 +90,7 @@ class LookaheadPolicy(ISMCTSPolicy):
                  value: ValueHead | None, determinizations: int = DEFAULT_DETERMINIZATIONS,
                  ms: float | None = None, horizon: int | None = 0, prior_weight: float = 0.0,
                  evidence: OpponentEvidence | None = None):
+        check_budget("lookahead", determinizations, ms, MAX_DETERMINIZATIONS)
         super().__init__(config, seed, iterations=determinizations, ms=ms, guide=guide)
         # With `evidence` (`belief:`), determinizations follow the posterior given the
         # opponents' moves (`cf_env.agents.belief`), not the uniform prior.
@@ -241,19 +250,19 @@ def lookahead_from_spec(config: ChickenFootConfig, seed: int | None = None,
                         arg: str = "") -> LookaheadPolicy:
     """The `lookahead:` spec's factory (`cf_env.agents.policies`): build from the
     `<checkpoint>[:<budget>]` part."""
-    path, count, ms = checkpoint_budget(f"lookahead:{arg}", arg, LOOKAHEAD_FORMS)
+    path, count, ms = checkpoint_budget(f"lookahead:{arg}", arg, LOOKAHEAD_FORMS,
+                                       MAX_DETERMINIZATIONS)
     network = load_ppo_policy(path, config=config, seed=seed)
     value = load_value_head(path, config)
     return LookaheadPolicy(config, seed, NetworkGuide(network, config, label=path), value,
                            determinizations=count or DEFAULT_DETERMINIZATIONS, ms=ms)
 
 
-
 def belief_from_spec(config: ChickenFootConfig, seed: int | None = None,
                      arg: str = "") -> LookaheadPolicy:
     """The `belief:` spec's factory: `lookahead:` whose determinizations are weighted by the
     opponents' moves (`cf_env.agents.belief`), modelled by the same checkpoint's actor."""
-    path, count, ms = checkpoint_budget(f"belief:{arg}", arg, BELIEF_FORMS)
+    path, count, ms = checkpoint_budget(f"belief:{arg}", arg, BELIEF_FORMS, MAX_DETERMINIZATIONS)
     network = load_ppo_policy(path, config=config, seed=seed)
     value = load_value_head(path, config)
     guide = NetworkGuide(network, config, label=path)

@@ -25,9 +25,13 @@ Specs (used by every CLI) are the table `POLICY_SPECS` — ``random``, ``greedy`
 ``ismcts[:<iterations> | :ms=<milliseconds>]``, ``guided:<checkpoint
 path>[:<iterations> | :ms=<milliseconds>]``, ``lookahead:<checkpoint path>[:<determinizations>
 | :ms=<milliseconds>]``, ``belief:`` (the same forms), ``ppo:<checkpoint path>`` — plus ``some.module:factory``
-for user code and the names `register_policy` adds. A spec is ``name`` or ``name:<arg>``; its
-factory is called as ``factory(config=ChickenFootConfig, seed=int | None)``, with ``arg=<arg>``
-when the spec has one, and returns a policy. The table names each built-in factory by its
+for user code and the names `register_policy` adds. Search budgets are bounded, in the spec
+and in the constructor alike: at most 100,000 iterations (`cf_env.agents.ismcts.MAX_ITERATIONS`)
+or 10,000 determinizations (`cf_env.agents.lookahead.MAX_DETERMINIZATIONS`), and at most
+``ms=60000`` (`cf_env.agents.ismcts.MAX_MS`); a larger one is a `ValueError` naming the bound.
+A spec is ``name`` or ``name:<arg>``; its factory is called as
+``factory(config=ChickenFootConfig, seed=int | None)``, with ``arg=<arg>`` when the spec has
+one, and returns a policy. The table names each built-in factory by its
 "module:function" path, imported when a policy is built (never per decision): this module
 imports no agent (a bot is loaded only when asked for), and the agents the table names (bots,
 search, checkpoint reader) import nothing from it. `load_policy` is the one public function that

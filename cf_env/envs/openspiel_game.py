@@ -73,7 +73,14 @@ approximation of the posterior (constrained tiles are placed first, uniformly am
 they allow), not the exact one.
 
 **Serialization** is OpenSpiel's default for Python games (the history and a pickle of the
-state); `clone()` copies the engine with `Engine.clone`.
+state); `clone()` copies the engine with `Engine.clone`. OpenSpiel's own readers
+(`pyspiel.deserialize_game_and_state`, `game.deserialize_state`) unpickle that `__dict__=` part
+in C++, so a crafted string runs code there. **`load_state(text)`** reads what
+`pyspiel.serialize_game_and_state` writes without unpickling anything: it checks the text (at
+most `MAX_STATE_TEXT` characters, the OpenSpiel sections, this game's name and parameters),
+never decodes `__dict__=`, and rebuilds the state by replaying the `history=` line from the
+initial state, every entry checked (its player the state's, its action or chance outcome legal
+there, at most `max_history_length` entries). Errors are `StateStringError` (a `ValueError`).
 """
 
 from __future__ import annotations
@@ -82,6 +89,7 @@ import base64
 import difflib
 import functools
 import pickle
+import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -291,7 +299,13 @@ class ChickenFootState(pyspiel.State):
             raise ValueError(
                 f"resample_from_infostate: player_id must be a seat 0..{n - 1}; got {player_id!r}"
             )
-        rng = np.random.default_rng([int(probability_sampler() * 2**32) for _ in range(2)])
+        if not callable(probability_sampler):
+            raise ValueError(
+                "resample_from_infostate: probability_sampler must be callable, returning a "
+                f"number in [0, 1); got {type(probability_sampler).__name__}"
+            )
+        draws = [_probability(probability_sampler()) for _ in range(2)]
+        rng = np.random.default_rng([int(u * 2**32) for u in draws])
         core = self._core.resample(int(player_id), rng)
         # The new state's history is this one's with the current round's chance outcomes
         # replaced. A clone would carry this history, true outcomes and all; OpenSpiel builds a
@@ -313,6 +327,23 @@ class ChickenFootState(pyspiel.State):
 
     def __str__(self) -> str:
         return self._core.describe()
+
+
+def _probability(value: object) -> float:
+    """A probability sampler's draw as a float in [0, 1), checked before anything is computed
+    from it (a str times 2**32 would build a 4 GiB string); ValueError naming what came back."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(
+            "resample_from_infostate: probability_sampler() must return a real number in "
+            f"[0, 1); got a {type(value).__name__}"
+        )
+    if not 0 <= value < 1:  # NaN and the infinities fail too; a huge int is compared exactly
+        shown = repr(float(value)) if isinstance(value, (float, np.floating)) else "an int other than 0"
+        raise ValueError(
+            "resample_from_infostate: probability_sampler() must return a real number in [0, 1); "
+            f"got {shown}"
+        )
+    return float(value)
 
 
 class ChickenFootObserver:
@@ -799,6 +830,201 @@ class _ResamplePlan:
         return [self.tiles[i] if self.tiles[i] >= 0 else assigned[i] for i in self.chance_index]
 
 
+# ---------------------------------------------------------------------- loading a state string
+# The largest state strings of real games: about 0.3 MB for a default-length double-18 game and
+# 8.5 MB for the longest variant measured (double-18, 9 players, to the top target_score: 928
+# rounds, 339,000 history entries). Anything longer is refused before it is split or parsed.
+MAX_STATE_TEXT = 16 * 2**20
+_SERIAL_VERSION = "Version: 1"
+_HEADERS = ("[Meta]", "[Game]", "[State]")  # OpenSpiel's sections, in this order
+_GAME_STRING = re.compile(r"([A-Za-z0-9_]+)(?:\((.*)\))?")
+_VALUE = {  # a parameter's written value, by the type of its default
+    bool: re.compile(r"True|False"),
+    int: re.compile(r"-?[0-9]{1,18}"),
+    str: re.compile(r"[A-Za-z0-9_]{1,64}"),
+}
+_ENTRY = re.compile(r"(-1|0|[1-9][0-9]{0,8}):(0|[1-9][0-9]{0,8})")
+
+
+class StateStringError(ValueError):
+    """A state string `load_state` refuses; the message names the problem."""
+
+
+def max_history_length(cfg: ChickenFootConfig) -> int:
+    """An upper bound on a state's history: `max_game_length` decisions plus, in every round, at
+    most one chance outcome per tile (each tile is dealt or drawn once a round)."""
+    rounds = cfg.num_rounds if cfg.target_score is None else cfg.num_players * cfg.target_score + 1
+    return max_game_length(cfg) + rounds * cfg.num_tiles
+
+
+def load_state(text: str) -> tuple[ChickenFootGame, ChickenFootState]:
+    """The game and state in `text`, a `pyspiel.serialize_game_and_state` string of this game,
+    rebuilt from its game line and `history=` line alone: nothing is unpickled (the `__dict__=`
+    line, which OpenSpiel's readers unpickle, is never decoded and may be left out).
+
+    Checked, each failure a `StateStringError` naming it: a `str` of at most `MAX_STATE_TEXT`
+    characters, all ASCII; OpenSpiel's sections `[Meta]` (`Version: 1`), `[Game]` (one game
+    string of `python_chicken_foot` whose parameters are this game's, with their types and the
+    config's validation) and `[State]` (`history=`, `move_number=`, optionally `__dict__=`); at
+    most `max_history_length` history entries, each `<player>:<action>` whose player is the
+    one to act (-1 at chance nodes) and whose action (chance outcome) is legal there; and
+    `move_number` equal to the number of entries."""
+    if not isinstance(text, str):
+        raise StateStringError(f"load_state: a state string is a str; got {type(text).__name__}")
+    if len(text) > MAX_STATE_TEXT:
+        raise StateStringError(
+            f"load_state: the state string has {len(text):,} characters; at most "
+            f"{MAX_STATE_TEXT:,} are read (MAX_STATE_TEXT)"
+        )
+    if not text.isascii():
+        raise StateStringError("load_state: a state string is ASCII text")
+    sections = _sections(text)
+    if sections["[Meta]"] != [_SERIAL_VERSION]:
+        raise StateStringError(
+            f"load_state: the [Meta] section must be {_SERIAL_VERSION!r}; "
+            f"got {_shown(sections['[Meta]'])}"
+        )
+    if len(sections["[Game]"]) != 1:
+        raise StateStringError(
+            "load_state: the [Game] section must be one game string; "
+            f"got {len(sections['[Game]'])} lines"
+        )
+    game = load_game(_game_config(sections["[Game]"][0]))
+    history, move_number = _state_lines(sections["[State]"], max_history_length(game.config))
+    if move_number != len(history):
+        raise StateStringError(
+            f"load_state: move_number={move_number} but the history has {len(history)} entries"
+        )
+    return game, _replay(game, history)
+
+
+def _shown(lines: list[str]) -> str:
+    """Lines of a state string for an error message, cut short."""
+    text = "\n".join(lines)
+    return repr(text if len(text) <= 60 else text[:60] + "...")
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    """The lines of each OpenSpiel section, as `DeserializeGameAndState` reads them: blank lines
+    and lines starting with '#' skipped, the headers once each and in order."""
+    sections: dict[str, list[str]] = {}
+    current = None
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line or line.startswith("#"):
+            continue
+        if line in _HEADERS:
+            expected = _HEADERS[len(sections)] if len(sections) < len(_HEADERS) else None
+            if line != expected:
+                raise StateStringError(f"load_state: line {number}: {line} is out of place")
+            current = sections[line] = []
+        elif current is None:
+            raise StateStringError(f"load_state: line {number} comes before the [Meta] section")
+        else:
+            current.append(line)
+    missing = [header for header in _HEADERS if header not in sections]
+    if missing:
+        raise StateStringError(
+            f"load_state: no {', '.join(missing)} section; is this a "
+            f"pyspiel.serialize_game_and_state string?"
+        )
+    return sections
+
+
+def _game_config(line: str) -> ChickenFootConfig:
+    """The config a game string `python_chicken_foot(name=value,...)` gives (`DEFAULT_PARAMS`
+    types: True/False, integers, words)."""
+    match = _GAME_STRING.fullmatch(line)
+    if match is None:
+        raise StateStringError(
+            f"load_state: the game string {_shown([line])} is not name(parameters)"
+        )
+    if match[1] != GAME_NAME:
+        raise StateStringError(
+            f"load_state: the game is {match[1]!r}; load_state reads only {GAME_NAME}"
+        )
+    params: dict[str, object] = {}
+    for item in match[2].split(",") if match[2] else []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise StateStringError(f"load_state: game parameter {_shown([item])} is not name=value")
+        if name in params:
+            raise StateStringError(f"load_state: game parameter {name!r} given twice")
+        kind = type(DEFAULT_PARAMS[name]) if name in DEFAULT_PARAMS else str
+        if not _VALUE[kind].fullmatch(value):
+            article = "an" if kind is int else "a"
+            raise StateStringError(
+                f"load_state: game parameter {name}={_shown([value])} is not {article} {kind.__name__}"
+            )
+        params[name] = value == "True" if kind is bool else int(value) if kind is int else value
+    try:
+        return config_from_params(params)
+    except ValueError as err:
+        raise StateStringError(f"load_state: bad game parameters: {err}") from err
+
+
+def _state_lines(lines: list[str], limit: int) -> tuple[list[tuple[int, int]], int]:
+    """(history as (player, action) pairs, move_number) from the [State] section's lines
+    (`history=`, `move_number=`, optionally `__dict__=`, which is not read), at most `limit`
+    entries, counted before the line is split."""
+    tags = [line[: line.find("=") + 1] or line for line in lines]  # "history=", ...
+    if tags not in (["history=", "move_number="], ["history=", "move_number=", "__dict__="]):
+        raise StateStringError(
+            "load_state: the [State] section must be the lines history=, move_number= and "
+            f"(optionally) __dict__=; got {tags[:4]}"
+        )
+    body = lines[0][len("history="):]
+    count = body.count(",") + 1 if body else 0
+    if count > limit:
+        raise StateStringError(
+            f"load_state: the history has {count:,} entries; this game's states have at most "
+            f"{limit:,} (max_history_length)"
+        )
+    history = []
+    for index, entry in enumerate(body.split(",") if body else []):
+        match = _ENTRY.fullmatch(entry)
+        if match is None:
+            raise StateStringError(
+                f"load_state: history entry {index} {_shown([entry])} is not <player>:<action> "
+                "(integers, the player -1 for chance)"
+            )
+        history.append((int(match[1]), int(match[2])))
+    number = lines[1][len("move_number="):]
+    if not re.fullmatch(r"0|[1-9][0-9]{0,9}", number):
+        raise StateStringError(f"load_state: move_number={_shown([number])} is not a count")
+    return history, int(number)
+
+
+def _replay(game: ChickenFootGame, history: list[tuple[int, int]]) -> ChickenFootState:
+    """The state `history` reaches from the initial state, every entry checked before it is
+    applied (the player to act, a legal action or chance outcome)."""
+    state = game.new_initial_state()
+    for index, (player, action) in enumerate(history):
+        if state.is_terminal():
+            raise StateStringError(
+                f"load_state: history entry {index} ({player}:{action}) comes after the end of "
+                "the game"
+            )
+        acting = state.current_player()
+        if player != acting:
+            who = "chance (-1)" if acting == pyspiel.PlayerId.CHANCE else f"player {acting}"
+            raise StateStringError(
+                f"load_state: history entry {index} ({player}:{action}) is for player {player}, "
+                f"but {who} acts there"
+            )
+        if acting == pyspiel.PlayerId.CHANCE:
+            legal = state._core.chance_pool()
+        else:
+            legal = state._core.engine.legal_actions()
+        if action not in legal:
+            what = "chance outcome" if acting == pyspiel.PlayerId.CHANCE else "action"
+            raise StateStringError(
+                f"load_state: history entry {index} ({player}:{action}): {what} {action} is not "
+                f"legal there; legal: {legal}"
+            )
+        state.apply_action(action)
+    return state
+
+
 def _register() -> None:
     if GAME_NAME not in pyspiel.registered_names():
         pyspiel.register_game(_GAME_TYPE, ChickenFootGame)
@@ -812,10 +1038,14 @@ __all__ = [
     "ChickenFootState",
     "DEFAULT_PARAMS",
     "GAME_NAME",
+    "MAX_STATE_TEXT",
     "RULE_FIELDS",
+    "StateStringError",
     "config_from_params",
     "game_parameters",
     "load_game",
+    "load_state",
     "max_game_length",
+    "max_history_length",
     "r13_returns",
 ]

@@ -35,6 +35,7 @@ import numpy as np
 import pyspiel
 from open_spiel.python.algorithms import evaluate_bots, ismcts, mcts
 
+from cf_env.agents.ismcts import MAX_ITERATIONS
 from cf_env.agents.policies import Policy, load_policy, validate_policy_spec
 from cf_env.core.config import ChickenFootConfig
 from cf_env.envs.openspiel_game import load_game
@@ -96,7 +97,12 @@ def openspiel_ismcts_bot(
     """OpenSpiel's ISMCTS bot: `simulations` per decision, one random rollout to the end of the
     game per leaf, UCT constant `uct_c` (returns lie in [-1/(n-1), 1]), the most visited action.
     Seeded: its determinizations come from `resample_from_infostate` with samplers seeded from
-    `seed` (OpenSpiel's default sampler is not seeded)."""
+    `seed` (OpenSpiel's default sampler is not seeded). `simulations` is bounded as our search
+    budgets are (1..`MAX_ITERATIONS`); ValueError otherwise."""
+    if not isinstance(simulations, int) or isinstance(simulations, bool) or not 1 <= simulations <= MAX_ITERATIONS:
+        small = isinstance(simulations, int) and -(10**18) < simulations < 10**18
+        shown = repr(simulations) if small else type(simulations).__name__
+        raise ValueError(f"simulations must be an int in 1..{MAX_ITERATIONS}; got {shown}")
     rng = np.random.RandomState(seed)
     evaluator = mcts.RandomRolloutEvaluator(n_rollouts=1, random_state=np.random.RandomState(seed + 1))
     bot = ISMCTSBot(
@@ -198,8 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="num_rounds per game (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals and bots (default 0)")
     args = parser.parse_args(argv)
-    if args.games < 1 or args.simulations < 1:
-        parser.error("--games and --simulations must be positive")
+    if args.games < 1 or not 1 <= args.simulations <= MAX_ITERATIONS:
+        parser.error(f"--games must be positive and --simulations in 1..{MAX_ITERATIONS}")
     try:
         config = ChickenFootConfig(max_pips=args.max_pips, num_players=args.players, num_rounds=args.rounds)
     except ValueError as err:

@@ -386,6 +386,48 @@ def test_i15_resample_validates_the_player():
         state.resample_from_infostate(4, pyspiel.UniformProbabilitySampler(0.0, 1.0))
 
 
+@pytest.mark.parametrize(
+    "draw, message",
+    [
+        ("x", "got a str"),  # "x" * 2**32 would be a 4 GiB string
+        ("0.5", "got a str"),
+        (b"x", "got a bytes"),
+        ([0.5], "got a list"),
+        (None, "got a NoneType"),
+        (True, "got a bool"),
+        (float("nan"), "got nan"),
+        (np.float64("nan"), "got nan"),
+        (float("inf"), "got inf"),
+        (-0.25, "got -0.25"),
+        (1.0, "got 1.0"),
+        (10**400, "got an int other than 0"),
+    ],
+)
+def test_resample_refuses_a_sampler_draw_that_is_no_probability_before_allocating(draw, message):
+    import tracemalloc
+
+    _, state = played_state({}, seed=1, decisions=3)
+    player = state.current_player()
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"probability_sampler\(\) must return a real number in \[0, 1\); " + message):
+            state.resample_from_infostate(player, lambda: draw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2**20  # (the unchecked str built two 4 GiB strings first)
+
+
+def test_resample_takes_any_real_number_in_the_unit_interval_and_refuses_a_non_callable():
+    _, state = played_state({}, seed=1, decisions=3)
+    player = state.current_player()
+    for draw in (0, 0.0, 0.5, np.float32(0.25), np.int64(0), 0.9999999):
+        sample = state.resample_from_infostate(player, lambda draw=draw: draw)
+        assert sample.information_state_string(player) == state.information_state_string(player)
+    with pytest.raises(ValueError, match="probability_sampler must be callable"):
+        state.resample_from_infostate(player, 0.5)
+
+
 # ---------------------------------------------------------------- clone, serialization, errors
 def test_i15_clone_and_serialize_round_trip_and_illegal_actions_raise():
     game, state = played_state({"num_players": 3}, seed=6, decisions=40)
@@ -477,6 +519,19 @@ def test_i15_measure_script_runs_a_handful_of_games(capsys):
         osb.main(["--games", "0"])
     with pytest.raises(SystemExit):
         osb.main(["--opponents", "nonsense"])
+
+
+def test_openspiel_ismcts_bot_and_the_measure_script_bound_the_simulations():
+    from cf_env.agents.ismcts import MAX_ITERATIONS
+
+    game = og.load_game(ChickenFootConfig(num_players=2, max_pips=6, num_rounds=1))
+    for bad, shown in [(10**12, "1000000000000"), (0, "0"), (True, "True"), (2.5, "float")]:
+        with pytest.raises(ValueError, match=f"simulations must be an int in 1..100000; got {shown}"):
+            osb.openspiel_ismcts_bot(game, bad, seed=0)
+    bot = osb.openspiel_ismcts_bot(game, MAX_ITERATIONS, seed=0)  # the bound itself; no search run
+    assert bot._max_simulations == MAX_ITERATIONS
+    with pytest.raises(SystemExit):
+        osb.main(["--simulations", str(10**12)])
 
 
 def test_i15_wilson_interval():
