@@ -64,7 +64,14 @@ from .config import (
 )
 from .opponents import OpponentPool
 from .processes import CollectorError
-from .provenance import git_revision, has_checkpoint, lock_run, restart_run_dir, write_config
+from .provenance import (
+    git_revision,
+    has_checkpoint,
+    lock_run,
+    release_run,
+    restart_run_dir,
+    write_config,
+)
 from .session import (  # noqa: F401  (shared by both algorithms; re-exported for callers)
     PACKAGES,
     Console,
@@ -413,14 +420,22 @@ def main(argv: list[str] | None = None) -> Path:
     try:
         start = prepare(args)
         if start.run_dir is None:
-            start.run_dir = new_run_dir(start.config, start.config_name)
+            start.run_dir, start.restart = new_run_dir(start.config, start.config_name)
         elif start.restart:
             restart_run_dir(start.run_dir, start.config.to_dict())
         else:
-            lock_run(start.run_dir)  # one session at a time; released when this process ends
+            lock_run(start.run_dir)  # one session at a time; released when it ends or dies
     except (ValueError, OSError) as err:  # the user's input; anything else is a bug: traceback
         print("error: " + " ".join(str(err).split()), file=sys.stderr)  # one line
         raise SystemExit(2) from None
+    try:
+        return _run_session(start, argv, console)
+    finally:
+        release_run(start.run_dir)
+
+
+def _run_session(start: Start, argv: list[str], console: Console) -> Path:
+    """Train the checked `start` (its run directory locked); exits as `main` says."""
     config, run_dir = start.config, start.run_dir
     if start.restart:
         console.say(f"run {run_dir} has no checkpoint (its session stopped before the first); "

@@ -99,8 +99,9 @@ def has_checkpoint(run_dir: Path) -> bool:
 
 
 def create_run_dir(runs_dir: str, run_name: str | None, default_name: str, config: dict,
-                   exists_hint: str = "pick another run_name") -> Path:
-    """Make a run directory holding the resolved `config.yaml`, and lock it (`lock_run`).
+                   exists_hint: str = "pick another run_name") -> tuple[Path, bool]:
+    """Make a run directory holding the resolved `config.yaml`, and lock it (`lock_run`);
+    returns it and whether it was an earlier run started again.
 
     An existing run with a checkpoint is never reused (`FileExistsError`). One with no
     checkpoint (its session was killed before the first) is started afresh: `restart_run_dir`.
@@ -110,11 +111,11 @@ def create_run_dir(runs_dir: str, run_name: str | None, default_name: str, confi
         if has_checkpoint(run_dir) or not (run_dir / "config.yaml").is_file():
             raise FileExistsError(f"run directory {run_dir} exists; {exists_hint}")
         restart_run_dir(run_dir, config)
-        return run_dir
+        return run_dir, True
     run_dir.mkdir(parents=True)
     lock_run(run_dir)
     write_config(run_dir, config)
-    return run_dir
+    return run_dir, False
 
 
 def restart_run_dir(run_dir: Path, config: dict) -> None:

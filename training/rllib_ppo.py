@@ -95,7 +95,7 @@ PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "ray")
 
 # ------------------------------------------------------------------------------- run directory
 def new_run_dir(config: RLlibTrainConfig, config_name: str, argv: list[str]) -> Path:
-    run_dir = create_run_dir(config.runs_dir, config.run_name, f"{config_name}-s{config.seed}",
+    run_dir, _ = create_run_dir(config.runs_dir, config.run_name, f"{config_name}-s{config.seed}",
                              config.to_dict())
     info = {
         "trainer": "ray-rllib PPO (new API stack)",

@@ -27,7 +27,9 @@ PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "stable-baselines3", "s
 
 
 # ------------------------------------------------------------------------------- run directory
-def new_run_dir(config: TrainConfig, config_name: str) -> Path:
+def new_run_dir(config: TrainConfig, config_name: str) -> tuple[Path, bool]:
+    """The new run's directory, and whether it is an earlier run started again
+    (`provenance.create_run_dir`)."""
     return create_run_dir(config.runs_dir, config.run_name, f"{config_name}-s{config.seed}",
                           config.to_dict(), "pick another run_name or --resume it")
 

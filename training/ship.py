@@ -143,6 +143,7 @@ def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", dea
         raise ValueError(f"--full-games takes baselines from {list(BASELINES)}; got {unknown}")
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} does not exist (expected runs/<name>)")
+    _recover_dest(dest)  # first: an agent a killed ship left aside is put back whatever follows
     source = _pick(run_dir, which)
     card = ckpt.read_card(source)
     config = ChickenFootConfig.from_dict(card["env_config"])
@@ -153,7 +154,6 @@ def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", dea
     # Builds the policies once per evaluation: bad weights or a bad spec fail here.
     for opponent, single_round in plan.lineups():
         plan_evaluation([f"ppo:{source}", opponent], config, deals, seed, workers, single_round)
-    _recover_dest(dest)
     _check_dest(run_dir, dest)
     return plan
 
