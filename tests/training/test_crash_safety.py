@@ -66,7 +66,6 @@ def test_a_file_replaced_whole_is_old_or_new_after_a_kill_at_any_step(tmp_path):
 
     points = kill_points("""
         from cf_env.core import atomic
-        arm()
         atomic.write_json("{file}", {{"new": [1, 2, 3]}})
     """, prepare, check)
     assert points >= 3  # fsync of the file, the rename, fsync of the folder
@@ -96,7 +95,6 @@ def test_a_folder_replaced_whole_is_old_or_new_after_a_kill_at_any_step(tmp_path
     kill_points(f"""
         from cf_env.core import atomic
         {no_swap}
-        arm()
         staging = atomic.staging_dir("{{target}}")
         for name in ("card.json", "policy.npz", "value.npz", "card.md"):
             (staging / name).write_text("new")
@@ -131,9 +129,8 @@ def test_a_checkpoint_killed_at_any_step_leaves_latest_complete_and_is_rewritten
     points = kill_points("""
         from crash import weights_checkpoint
         from training import checkpoints as ckpt
-        arm()
         ckpt.save_checkpoint_as_latest("{folder}", 2, lambda t: weights_checkpoint(t, 2, steps=2))
-    """, prepare, check)
+    """, prepare, check, imports="import training.checkpoints, crash")
     assert points >= 5
 
 
@@ -163,9 +160,8 @@ def test_ship_killed_at_any_step_leaves_an_agent_and_the_next_ship_cleans_up(shi
 
     kill_points("""
         from training import ship
-        arm()
         ship.main(["{run}", "{dest}", "--deals", "2", "--full-games", "", "--seed", "2"])
-    """, prepare, check)
+    """, prepare, check, imports="import training.ship, matplotlib.pyplot, openskill")
 
 
 @pytest.mark.slow
@@ -196,9 +192,8 @@ def test_fit_value_killed_at_any_step_keeps_a_head_that_matches_its_card(shipped
     kill_points("""
         import json
         from training import fit_value
-        arm()
         assert fit_value.main(["{agent}", *json.loads('{fit}'), "--seed", "5"]) == 0
-    """, prepare, check)
+    """, prepare, check, imports="import training.fit_value")
 
 
 def test_an_agent_left_aside_by_an_interrupted_ship_is_restored(shipped, tmp_path):
