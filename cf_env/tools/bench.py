@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import logging
 import os
 import platform
@@ -53,6 +52,7 @@ from dataclasses import asdict, dataclass, field, replace
 import gymnasium as gym
 import numpy as np
 
+from cf_env.core import atomic
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
@@ -716,8 +716,7 @@ def main(argv: list[str] | None = None) -> int:
     results = run(budget, peers=not args.no_peers, ppo=not args.no_ppo, configs=configs,
                   libs=not args.no_libs, libs_only=args.libs_only)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
+        atomic.write_json(args.json, results, indent=1)
     return 0
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ import numpy as np
 
 from cf_env.agents.ismcts import ISMCTSPolicy, guided_from_spec
 from cf_env.agents.policies import load_policy
+from cf_env.core import atomic
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--sets must be comma-separated ints, e.g. 6,9,12; got {args.sets!r}")
     rows = run(args.positions, sets, args.players, before=not args.no_before)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+        atomic.write_json(args.json, rows)
     return 0
 
 
