@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from cf_env.core.config import ChickenFootConfig, DriverOptions, split_options
+from cf_env.core.observation import observation_layout, privileged_layout
 
 
 @dataclass(frozen=True)
@@ -316,6 +317,23 @@ def config_from_dict(data: dict, *, checked: bool = True) -> TrainConfig:
 
 
 SEED_MAX = 2**31 - 1
+# Upper bounds on the sizes that allocate (checked before anything is built): far above any
+# useful run on one machine, low enough that a typo cannot ask for terabytes.
+SIZE_LIMITS = {
+    "num_envs": 1024,
+    "torch_threads": 256,
+    "ppo.n_steps": 1 << 20,
+    "ppo.batch_size": 1 << 20,
+    "ppo.n_epochs": 1000,
+    "opponents.max_snapshots": 1000,
+    "eval.deals": 1_000_000,
+    "eval.workers": 256,
+    "selfplay.num_games": 1 << 16,
+    "selfplay.rollout_steps": 1 << 16,
+    "selfplay.workers": 256,
+}
+MAX_LAYER_UNITS, MAX_HIDDEN_LAYERS = 8192, 16  # ppo.net_arch (the checkpoint reader allows more)
+MAX_ROLLOUT_BYTES = 8 << 30  # a self-play rollout's arrays, all workers together
 """Largest `seed`: a resumed run seeds with seed + steps, and numpy takes seeds below 2**32."""
 UPDATE_DTYPES = ("float32", "bfloat16", "auto")
 
@@ -354,6 +372,8 @@ def validate(config: TrainConfig) -> None:
     for name, value in positive.items():
         if value < 1:
             raise ValueError(f"{name} must be >= 1; got {value}")
+        if value > SIZE_LIMITS.get(name, math.inf):
+            raise ValueError(f"{name} must be at most {SIZE_LIMITS[name]:,}; got {value:,}")
     _require("seed", config.seed, 0 <= config.seed <= SEED_MAX, f"an int in 0..{SEED_MAX}")
     p = config.ppo
     # NaN fails every comparison, so each check is written as "ok when ...".
@@ -402,6 +422,18 @@ def validate(config: TrainConfig) -> None:
     if not p.net_arch or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0
                                  for h in p.net_arch):
         raise ValueError(f"ppo.net_arch must list positive layer sizes; got {p.net_arch!r}")
+    if len(p.net_arch) > MAX_HIDDEN_LAYERS or max(p.net_arch) > MAX_LAYER_UNITS:
+        raise ValueError(f"ppo.net_arch may list at most {MAX_HIDDEN_LAYERS} layers of at most "
+                         f"{MAX_LAYER_UNITS} units; got {p.net_arch!r}")
+    if config.algo == "selfplay":
+        rows = sp.rollout_steps * sp.num_games
+        rules = config.rules()
+        width = observation_layout(rules).size + privileged_layout(rules).size
+        needed = rows * (width + rules.num_actions + 16) * 4  # state, mask, the per-row scalars
+        _require("selfplay.rollout_steps * selfplay.num_games", rows, needed <= MAX_ROLLOUT_BYTES,
+                 f"small enough for a rollout of at most {MAX_ROLLOUT_BYTES >> 30} GiB "
+                 f"({rows:,} rows of {width + rules.num_actions} values need "
+                 f"{needed / (1 << 30):.1f} GiB)")
     o = config.opponents
     if not all(isinstance(k, str) and k for k in o.bots):
         raise ValueError(f"opponents.bots keys must be policy specs (strings); got {o.bots!r}")

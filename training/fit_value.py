@@ -53,6 +53,10 @@ from .config import config_from_dict
 from .selfplay import build_networks, collector_kwargs, update_autocast
 from .ship import card_markdown
 
+# Upper bounds of the sizes the command allocates (a rollout is games x rollout_steps rows).
+FIT_LIMITS = {"decisions": 10**10, "games": 1 << 14, "rollout_steps": 1 << 12, "epochs": 1000,
+              "batch_size": 1 << 20}
+
 
 def _load_linear_layers(module: torch.nn.Sequential, layers: list[tuple[np.ndarray, np.ndarray]],
                         what: str) -> None:
@@ -188,9 +192,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(default: the checkpoint's own value head, else fresh)")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    for name in ("decisions", "games", "rollout_steps", "epochs", "batch_size"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    for name, most in FIT_LIMITS.items():
+        if not 1 <= getattr(args, name) <= most:
+            parser.error(f"--{name.replace('_', '-')} must be in 1..{most:,}")
     if not args.learning_rate > 0:
         parser.error("--learning-rate must be > 0")
     try:
