@@ -28,7 +28,19 @@ held in that group, and 95% Student-t intervals are computed over deals.
   the time); policies with the mask-only fast path (`act_bits`, `cf_env.agents.policies`) get
   the legal bitset and no observation (the same choices, without building the observation); any
   other action is checked by the engine's rule and an illegal one raises
-  `IllegalPolicyActionError` naming the policy.
+  `IllegalPolicyActionError` naming the policy. A policy that raises — anything, `SystemExit`,
+  `KeyboardInterrupt` and `GeneratorExit` included — stops the evaluation with `PolicyError`
+  (`cf_env.agents.arena`; the illegal-action error is one) naming the policy, its seat, the deal
+  and the rotation; a real Ctrl-C stays a `KeyboardInterrupt` (`UserInterrupt`).
+* **workers** — with `workers > 1` the blocks are played by that many "spawn" processes, each
+  on its own duplex pipe (no named semaphore or shared-memory file, nothing that a SIGKILL of
+  every process at once could leave in /dev/shm). A worker keeps, in a few bytes of memory no
+  path names (a memfd), the deal, rotation and seat it is playing, so a worker that dies without
+  answering (`os._exit`, a signal: the out-of-memory killer's SIGKILL) is noticed at once and
+  reported as `WorkerDiedError` naming its deals, the deal and rotation, and the policy that was
+  choosing, if one was; the other workers are then stopped. Workers ignore SIGINT (the parent
+  stops them on a Ctrl-C), are SIGKILLed by the kernel when the parent dies (Linux), and exit at
+  the end of their pipe.
 * **records** — with `record=FOLDER` every game is saved as its own game record
   (`cf_env.record`, `deal<NNNN>-rot<k>.json`), which `python -m cf_env.replay` replays: the deal's
   engine seed, every action, the result and the policy at each seat (`players`).
@@ -39,31 +51,48 @@ CLI; the metrics, intervals and ratings are `training.stats`'s, the tables, plot
 
 The CLI checks everything the user gave (config, specs, by building each policy once, the output
 and record paths, by opening them for writing) before the first game; a problem there prints one
-``error:`` line and exits 2. An illegal action from a policy during play prints one ``error:``
-line and exits 1. Anything else is a bug and keeps its traceback.
+``error:`` line and exits 2. A policy that fails during play (an illegal action, an exception,
+`SystemExit` included, a worker process that died) prints one ``error:`` line and exits 1; a
+Ctrl-C prints ``interrupted`` and exits 130. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
+import mmap
 import multiprocessing
+import os
 import pickle
+import signal
 import sys
 import tempfile
+import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from multiprocessing import connection, reduction
 from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
 
-from cf_env.agents.arena import Arena, IllegalPolicyActionError
+from cf_env.agents.arena import (
+    Arena,
+    IllegalPolicyActionError,
+    PolicyError,
+    UserInterrupt,
+    describe_exception,
+    user_interrupts,
+)
 from cf_env.agents.policies import Policy, load_policy
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder, SeatView
 from cf_env.viz.record import engine_actions, write_record
+from training.processes import anonymous_memory, describe_exit, die_with_parent, receive_fd, send_fd
 from training.report import check_writable, format_markdown, output_paths, plot, write_report
 from training.stats import METRIC_DOCS, METRICS, game_values, mean_ci, openskill_ratings
 
@@ -72,6 +101,8 @@ __all__ = [
     "BLOCK_DEALS",
     "EvaluationPlan",
     "IllegalPolicyActionError",
+    "PolicyError",
+    "WorkerDiedError",
     "check_writable",
     "deal_seed",
     "evaluate",
@@ -143,18 +174,30 @@ def rotation_seats(num_players: int, rotation: int) -> list[int]:
 
 # --------------------------------------------------------------------------- playing
 def _build(item: PolicyItem, config: ChickenFootConfig, seed: int) -> Policy:
-    if isinstance(item, str):
-        policy = load_policy(item, config, seed)
-    else:
-        policy = item(config=config, seed=seed)
+    try:
+        if isinstance(item, str):
+            policy = load_policy(item, config, seed)
+        else:
+            policy = item(config=config, seed=seed)
+    except (Exception, UserInterrupt):
+        raise
+    except BaseException as err:  # SystemExit, KeyboardInterrupt: the factory's failure
+        label, what = policy_label(item), describe_exception(err)
+        raise PolicyError(f"policy {label!r} raised {what} while being built",
+                          label=label, error=what) from err
     if not callable(getattr(policy, "act", None)):
         raise ValueError(f"policy {policy_label(item)!r} built no object with an act() method")
     return policy
 
 
-def _play_block(job: tuple) -> list[dict]:
-    """Play deals [start, stop) of block `block` with every rotation. Runs in a worker."""
+def _play_block(job: tuple, where=None) -> list[dict]:
+    """Play deals [start, stop) of block `block` with every rotation. Runs in a worker.
+
+    `where` (a worker's shared slot, `_SLOT`) gets the deal and rotation being played and, from
+    the arenas, the seat whose policy is choosing (-1: none)."""
     items, config_dict, seed, block, start, stop, record = job
+    if where is not None:
+        where[0] = where[1] = where[2] = -1
     config = ChickenFootConfig.from_dict(config_dict)
     n = config.num_players
     owners = lineup(len(items), n)
@@ -166,15 +209,23 @@ def _play_block(job: tuple) -> list[dict]:
     for rotation in range(n):
         slots = rotation_seats(n, rotation)
         seat_labels = [labels[owners[j]] for j in slots]
-        arenas.append(Arena(engine, [policies[j] for j in slots], seat_labels, views=views))
+        arenas.append(Arena(engine, [policies[j] for j in slots], seat_labels, views=views,
+                            wrap_errors=True, asking=None if where is None else where[2:3]))
     results = []
     for deal in range(start, stop):
         engine_seed = deal_seed(seed, deal)
         games = []
         for rotation, arena in enumerate(arenas):
+            if where is not None:
+                where[0], where[1] = deal, rotation
             engine.reset(engine_seed)
-            arena.reset_policies()
-            arena.play()
+            try:
+                arena.reset_policies()
+                arena.play()
+            except PolicyError as err:
+                err.deal, err.rotation = deal, rotation
+                err.args = (f"{err.args[0]} (deal {deal}, rotation {rotation})", *err.args[1:])
+                raise
             game = {"slots": rotation_seats(n, rotation),
                     "scores": [list(s) for s in engine.scores], "winners": list(engine.winners)}
             if record:  # what a game record needs beyond the deal's seed (cf_env.record)
@@ -182,6 +233,8 @@ def _play_block(job: tuple) -> list[dict]:
                 game["players"] = list(arena.labels)
             games.append(game)
         results.append({"deal": deal, "engine_seed": engine_seed, "games": games})
+    if where is not None:
+        where[0] = where[1] = -1
     return results
 
 
@@ -195,14 +248,238 @@ def _unique_labels(items: Sequence[PolicyItem]) -> list[str]:
 
 
 def _run_blocks(jobs: list[tuple], workers: int) -> Iterator[list[dict]]:
+    """The results of `jobs`, in order: played here, or by `workers` worker processes."""
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
             yield _play_block(job)
         return
+    yield from _run_in_workers(jobs, min(workers, len(jobs)))
+
+
+# --------------------------------------------------------------------------- worker processes
+class WorkerDiedError(RuntimeError):
+    """A worker process of a parallel evaluation ended without answering: it exited
+    (`os._exit`) or was killed (a signal, e.g. the out-of-memory killer's SIGKILL).
+
+    `deals` is its job, (first, last) deal; `deal` and `rotation` what it was playing (None
+    outside any game); `seat` and `label` the policy that was choosing (None: it died
+    outside any policy call); `exitcode` is `multiprocessing.Process.exitcode` (negative: the
+    signal). All picklable.
+    """
+
+    def __init__(self, message: str, *, deals: tuple[int, int] = (0, 0),
+                 deal: int | None = None, rotation: int | None = None,
+                 seat: int | None = None, label: str | None = None,
+                 exitcode: int | None = None):
+        super().__init__(message)
+        self.deals, self.deal, self.rotation = deals, deal, rotation
+        self.seat, self.label, self.exitcode = seat, label, exitcode
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker process (its `__cause__` here)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+_SLOT = 3  # a worker's shared slot: deal, rotation, seat being asked (int64 each; -1: none)
+
+
+def _slot_memory() -> int | None:
+    """A file descriptor of a worker's slot (`training.processes.anonymous_memory`: no path
+    names it, the kernel frees it with its last user, whatever kills them); None where file
+    descriptors cannot be handed over a pipe."""
+    return anonymous_memory(8 * _SLOT) if reduction.HAVE_SEND_HANDLE else None
+
+
+def _map_slot(fd: int) -> tuple[mmap.mmap, memoryview]:
+    memory = mmap.mmap(fd, 8 * _SLOT)
+    os.close(fd)  # the mapping keeps the memory
+    view = memoryview(memory).cast("q")
+    view[0] = view[1] = view[2] = -1
+    return memory, view
+
+
+def _worker_main(conn, parent_pid: int, has_slot: bool) -> None:
+    """A worker: play each job received on `conn`, answer ("done", results) or ("failed",
+    exception, traceback text); stop on None or at the end of the pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle
+    die_with_parent(parent_pid)
+    where = None
+    try:
+        if has_slot:
+            _memory, where = _map_slot(receive_fd(conn))
+        while True:
+            job = conn.recv()
+            if job is None:
+                return
+            try:
+                message = ("done", _play_block(job, where))
+            except BaseException as err:  # every failure goes back to the parent, which raises it
+                if not isinstance(err, Exception):  # not from a policy (the arena wraps those)
+                    err = RuntimeError(f"{describe_exception(err)} in an evaluation worker")
+                message = ("failed", err, traceback.format_exc())
+            try:
+                conn.send(message)
+            except (pickle.PicklingError, TypeError, AttributeError) as err:  # unpicklable
+                text = f"{describe_exception(message[1])} (not picklable: {err})"
+                conn.send(("failed", RuntimeError(text), message[2]))
+    except (EOFError, OSError):  # the parent went away
+        return
+
+
+class _Worker:
+    """The parent's side of one worker process: its pipe, its slot, the jobs it was sent."""
+
+    def __init__(self, context, index: int):
+        self.conn, child = context.Pipe(duplex=True)
+        self.memory, self.where = None, None
+        self.jobs: collections.deque[int] = collections.deque()  # sent, not answered: in order
+        self.process = None
+        fd = _slot_memory()
+        try:
+            process = context.Process(target=_worker_main, name=f"evaluate-worker-{index}",
+                                      args=(child, os.getpid(), fd is not None), daemon=True)
+            try:
+                with _sigint_ignored():  # kept through exec: no KeyboardInterrupt while it starts
+                    process.start()
+            finally:
+                child.close()
+            self.process = process
+            if fd is not None:
+                self.memory, self.where = _map_slot(os.dup(fd))
+                send_fd(self.conn, fd, process.pid)
+        except BaseException:
+            if self.process is not None:
+                self.process.kill()
+                self.process.join()
+            self.close()
+            raise
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def close(self) -> None:
+        if self.where is not None:
+            self.where.release()
+            self.memory.close()
+            self.where = None
+        self.conn.close()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored meanwhile (main thread, with a handler Python can put back)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is None):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _run_in_workers(jobs: list[tuple], workers: int) -> Iterator[list[dict]]:
     # "spawn": safe with torch or threads in the parent, and the same on every platform.
     context = multiprocessing.get_context("spawn")
-    with context.Pool(min(workers, len(jobs))) as pool:
-        yield from pool.imap(_play_block, jobs)
+    pool: list[_Worker] = []
+    done: dict[int, list[dict]] = {}
+    todo = iter(range(len(jobs)))
+    # Two jobs in flight per worker, so that none waits for the next one; one when a job is big
+    # (factories carrying data), so that the parent never blocks sending to a worker that is
+    # itself blocked sending its results.
+    depth = 2 if len(pickle.dumps(jobs[0])) <= 32 * 1024 else 1
+    clean = False
+    try:
+        for index in range(workers):
+            pool.append(_Worker(context, index))
+        for _ in range(depth):
+            for worker in pool:
+                _give(worker, next(todo, None), jobs)
+        for wanted in range(len(jobs)):
+            while wanted not in done:
+                busy = [w for w in pool if w.jobs]
+                ready = connection.wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+                for worker in busy:
+                    if worker.conn in ready or worker.process.sentinel in ready:
+                        _collect(worker, jobs, done)
+                        _give(worker, next(todo, None), jobs)
+            yield done.pop(wanted)
+        clean = True
+    finally:
+        _stop(pool, clean)
+
+
+def _give(worker: _Worker, job: int | None, jobs: list[tuple]) -> None:
+    if job is not None:
+        worker.jobs.append(job)
+        with contextlib.suppress(OSError):  # it died: its sentinel says so next
+            worker.conn.send(jobs[job])
+
+
+def _collect(worker: _Worker, jobs: list[tuple], done: dict[int, list[dict]]) -> None:
+    """Take a worker's answer: its results, or raise what it sent, or `WorkerDiedError`."""
+    try:
+        message = worker.conn.recv() if worker.conn.poll() else None
+    except (EOFError, OSError):  # it died while answering
+        message = None
+    except Exception as err:  # an exception of the worker's that cannot be rebuilt here
+        raise RuntimeError(f"cannot read what evaluation worker process {worker.process.pid} "
+                           f"sent: {describe_exception(err)}") from err
+    if message is None:  # the sentinel fired with no answer: the process is gone
+        raise _died(worker, jobs[worker.jobs[0]])
+    if message[0] == "done":
+        done[worker.jobs.popleft()] = message[1]
+        return
+    err, text = message[1], message[2]
+    err.__cause__ = _RemoteTraceback(f"\n\n(in worker process {worker.process.pid})\n{text}")
+    raise err
+
+
+def _died(worker: _Worker, job: tuple) -> WorkerDiedError:
+    worker.process.join(5)
+    items, config_dict, _, _, start, stop, _ = job
+    deal, rotation, seat = (-1, -1, -1) if worker.where is None else tuple(worker.where)
+    code = worker.process.exitcode
+    how = describe_exit(code)
+    playing = f"deals {start}..{stop - 1}"
+    label = None
+    if deal < 0:
+        where = "outside any game"
+    elif seat < 0:
+        where = f"during deal {deal}, rotation {rotation}, outside any policy call"
+    else:
+        n = ChickenFootConfig.from_dict(config_dict).num_players
+        owner = lineup(len(items), n)[rotation_seats(n, rotation)[seat]]
+        label = _unique_labels(items)[owner]
+        where = f"while policy {label!r} at seat {seat} was choosing (deal {deal}, rotation {rotation})"
+    return WorkerDiedError(
+        f"evaluation worker process (pid {worker.process.pid}, {playing}) {how} {where}",
+        deals=(start, stop - 1), deal=None if deal < 0 else deal,
+        rotation=None if deal < 0 else rotation, seat=None if seat < 0 else seat, label=label,
+        exitcode=code,
+    )
+
+
+def _stop(pool: list[_Worker], clean: bool) -> None:
+    """End every worker: asked to stop after a clean run, else terminated; none is left."""
+    for worker in pool:
+        if clean:
+            with contextlib.suppress(OSError):
+                worker.conn.send(None)
+        elif worker.process.is_alive():
+            worker.process.terminate()
+    for worker in pool:
+        worker.close()  # the end of its pipe, too
+    deadline = time.monotonic() + 5
+    for worker in pool:
+        worker.process.join(max(0.0, deadline - time.monotonic()))
+        if worker.process.is_alive():  # a policy that catches SIGTERM
+            worker.process.kill()
+            worker.process.join()
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -255,8 +532,9 @@ def plan_evaluation(
     cfg = config.replace(num_rounds=1) if single_round else config
     owners = lineup(len(items), cfg.num_players)
     labels = _unique_labels(items)
-    for item in items:
-        _build(item, cfg, 0)
+    with user_interrupts():  # a real Ctrl-C meanwhile is not a factory's failure
+        for item in items:
+            _build(item, cfg, 0)
     if workers > 1:
         for item, label in zip(items, labels):
             if not isinstance(item, str):
@@ -341,32 +619,33 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
     games_in_order: list[tuple[int, dict]] = []
     bar = _progress_bar(deals, progress)
     try:
-        for block_results in _run_blocks(jobs, plan.workers):
-            for deal_result in block_results:
-                d = deal_result["deal"]
-                sums = {m: np.zeros(len(items)) for m in METRICS}
-                held = np.zeros(len(items))
-                for rotation, game in enumerate(deal_result["games"]):
-                    values = game_values(cfg, game)
-                    for seat, slot in enumerate(game["slots"]):
-                        owner = owners[slot]
-                        held[owner] += 1
-                        for m in METRICS:
-                            sums[m][owner] += values[m][seat]
-                    games_in_order.append((rotation, {**game, "rank": values["rank"]}))
-                    if plan.record is not None:
-                        write_record(
-                            plan.record / record_name(d, rotation, deals),
-                            cfg,
-                            deal_result["engine_seed"],
-                            game["actions"],
-                            {"scores": game["scores"], "winners": game["winners"]},
-                            game["players"],
-                        )
-                for m in METRICS:
-                    per_deal[m][d] = sums[m] / held
-            if bar is not None:
-                bar.update(len(block_results))
+        with user_interrupts(), contextlib.closing(_run_blocks(jobs, plan.workers)) as blocks:
+            for block_results in blocks:
+                for deal_result in block_results:
+                    d = deal_result["deal"]
+                    sums = {m: np.zeros(len(items)) for m in METRICS}
+                    held = np.zeros(len(items))
+                    for rotation, game in enumerate(deal_result["games"]):
+                        values = game_values(cfg, game)
+                        for seat, slot in enumerate(game["slots"]):
+                            owner = owners[slot]
+                            held[owner] += 1
+                            for m in METRICS:
+                                sums[m][owner] += values[m][seat]
+                        games_in_order.append((rotation, {**game, "rank": values["rank"]}))
+                        if plan.record is not None:
+                            write_record(
+                                plan.record / record_name(d, rotation, deals),
+                                cfg,
+                                deal_result["engine_seed"],
+                                game["actions"],
+                                {"scores": game["scores"], "winners": game["winners"]},
+                                game["players"],
+                            )
+                    for m in METRICS:
+                        per_deal[m][d] = sums[m] / held
+                if bar is not None:
+                    bar.update(len(block_results))
     finally:
         if bar is not None:
             bar.close()
@@ -413,7 +692,12 @@ def _progress_bar(total: int, enabled: bool):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="deal", desc="evaluate", file=sys.stderr)
+    class Bar(tqdm):
+        """tqdm with a thread lock: its default one adds a multiprocessing lock, a named
+        semaphore that a SIGKILL could leave behind in /dev/shm."""
+
+    Bar.set_lock(threading.RLock())
+    return Bar(total=total, unit="deal", desc="evaluate", file=sys.stderr)
 
 
 def fail(err: BaseException, code: int) -> NoReturn:
@@ -482,8 +766,11 @@ def main(argv: list[str] | None = None) -> dict:
     started = time.perf_counter()
     try:
         result = run_evaluation(plan, progress=not args.no_progress)
-    except IllegalPolicyActionError as err:
+    except (PolicyError, WorkerDiedError) as err:  # a policy failed during play
         fail(err, 1)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
     elapsed = time.perf_counter() - started
     table = write_report(result, outputs)
     json_path, md_path, png_path = outputs

@@ -29,8 +29,8 @@ PNG of the table after every move; ``--record PATH`` saves the game (`cf_env.rec
 `python -m cf_env.replay`.
 
 Exit codes: 0 the game ended, or you quit (``q`` or end of input); 1 an opponent failed
-(an error or an illegal action), or the record could not be written; 2 bad arguments;
-130 interrupted (Ctrl-C).
+(an error or an illegal action; a bot raising `SystemExit` or `KeyboardInterrupt` has failed
+too), or the record could not be written; 2 bad arguments; 130 interrupted (your Ctrl-C).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import TextIO
 
 import numpy as np
 
-from cf_env.agents.arena import Arena, IllegalPolicyActionError
+from cf_env.agents.arena import Arena, IllegalPolicyActionError, PolicyError, user_interrupts
 from cf_env.core.actions import DRAW, PASS, decode
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
@@ -131,8 +131,9 @@ class Game:
             policies[seat] = load_policy(spec, self.config, seed=int(seeds[seat]))
             self.names[seat] = spec
         # Opponents are asked even their forced moves, as they always were here: a policy's RNG
-        # moves as before, so a --seed replays the games it did.
-        self.arena = Arena(self.engine, policies, self.names, ask_forced=True)
+        # moves as before, so a --seed replays the games it did. Whatever a bot raises (SystemExit
+        # too) is its failure (PolicyError); your Ctrl-C is not (`user_interrupts` in `main`).
+        self.arena = Arena(self.engine, policies, self.names, ask_forced=True, wrap_errors=True)
         self.arena.reset_policies()
         self.actions: list[int] = []
         # Score tables pad names to the longest, so long specs (ppo:<path>) keep columns aligned.
@@ -305,6 +306,8 @@ class Game:
             if err.action is None:
                 raise OpponentError(f"{who} returned {err.answer}, not an action id") from err
             raise OpponentError(f"{who} chose illegal action {err.action}") from err
+        except PolicyError as err:  # it raised: anything, SystemExit and KeyboardInterrupt too
+            raise OpponentError(f"{self.who(seat)} failed: {err.error}") from err
         except Exception as err:  # a user's policy may fail in any way; report, never trace
             raise OpponentError(f"{self.who(seat)} failed: {type(err).__name__}: {err}") from err
 
@@ -466,7 +469,8 @@ def main(
             print(f"error: {err}", file=sys.stderr)
             return 2
         try:
-            game.play()
+            with user_interrupts():  # a real Ctrl-C: UserInterrupt, which the arena lets through
+                game.play()
         except Quit as why:
             out.write(f"Game abandoned ({why}).\n")
         except OpponentError as err:
