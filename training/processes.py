@@ -1,5 +1,5 @@
-"""Child processes that leave nothing behind: the self-play collectors' shared rollout memory and
-their lifetime.
+"""Child processes that leave nothing behind (the self-play collectors, the evaluation workers):
+their shared memory and their lifetime.
 
 * **Memory with no name** (`anonymous_memory`): a `memfd` (Linux) or an unlinked temporary file,
   handed to the child over its pipe (`send_fd` / `receive_fd`, SCM_RIGHTS). Nothing is ever in
@@ -14,7 +14,6 @@ their lifetime.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -55,7 +54,7 @@ def die_with_parent(parent_pid: int) -> None:
     parent is already gone."""
     if sys.platform == "linux":
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+            libc = ctypes.CDLL(None, use_errno=True)  # the C library this process already has
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
             pass

@@ -6,11 +6,12 @@ Reads only the result dict; plays nothing and computes no statistics (`training.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from cf_env.core import atomic
 
 
 def _fmt(ci: dict, digits: int, percent: bool = False) -> str:
@@ -82,7 +83,8 @@ def plot(result: dict, path: str | Path) -> None:
     fig.suptitle(f"{cfg['num_players']}p double-{cfg['max_pips']}, {what}, "
                  f"{result['deals']} duplicate deals (95% CI)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic.atomic_path(path) as temporary:
+        fig.savefig(temporary, dpi=100, format="png")
     plt.close(fig)
 
 
@@ -126,7 +128,7 @@ def write_report(result: dict, outputs: Sequence[Path]) -> str:
     Markdown table."""
     table = format_markdown(result)
     json_path, md_path, png_path = outputs
-    json_path.write_text(json.dumps(result, indent=2) + "\n")
-    md_path.write_text(table)
+    atomic.write_json(json_path, result)
+    atomic.write_text(md_path, table)
     plot(result, png_path)
     return table

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import json
 import os
@@ -236,7 +235,7 @@ _RENAME_SWAP = 2  # macOS stdio.h
 
 def _libc():
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        return ctypes.CDLL(None, use_errno=True)  # the C library this process already has
     except OSError:
         return None
 

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
+from cf_env.core import atomic
 from cf_env.viz.image_geometry import (
     MARGIN_PX,
     MAX_TILE_PX,
@@ -111,7 +112,8 @@ def save_png(
 ) -> None:
     """Write the table picture to `path` as PNG."""
     image = render_image(engine, viewer, scale=scale, caption=caption, names=names, reveal=reveal)
-    image.save(path, format="PNG")
+    with atomic.atomic_path(path) as temporary:
+        image.save(temporary, format="PNG")
 
 
 def _check_arguments(cfg, viewer, scale, names, reveal) -> None:

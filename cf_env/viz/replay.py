@@ -23,6 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from cf_env.core import atomic
 from cf_env.core.engine import Engine
 from cf_env.viz.record import (
     RecordError,
@@ -98,15 +99,16 @@ def write_gif(
     if not images:
         raise RecordError("no frames to write (is --rounds outside the game?)")
     first = images[0][0]
-    first.save(
-        path,
-        format="GIF",
-        save_all=True,
-        append_images=[image for image, _ in images[1:]],
-        duration=[ms * hold for _, hold in images],
-        loop=0,
-        disposal=1,
-    )
+    with atomic.atomic_path(path) as temporary:
+        first.save(
+            temporary,
+            format="GIF",
+            save_all=True,
+            append_images=[image for image, _ in images[1:]],
+            duration=[ms * hold for _, hold in images],
+            loop=0,
+            disposal=1,
+        )
     return len(images)
 
 
@@ -134,7 +136,8 @@ def write_png(record: dict, path, step: int | None = None, *, viewer=None, scale
         if state.index > step:
             break
         shown = state  # the last state after `step` actions: the live engine, not a round's end
-    render_step(shown, names, viewer=viewer, scale=scale).save(path, format="PNG")
+    with atomic.atomic_path(path) as temporary:
+        render_step(shown, names, viewer=viewer, scale=scale).save(temporary, format="PNG")
 
 
 def _rounds(text: str | None) -> set[int] | None:
