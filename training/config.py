@@ -258,10 +258,38 @@ def yaml_problem(err: yaml.YAMLError) -> str:
     return " ".join(str(err).split())
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a config file (the shipped ones are ~2 KB)
+
+
+class _DataLoader(yaml.SafeLoader):
+    """YAML's safe loader without aliases: a config is data, and an alias (`*name`) is what a
+    "billion laughs" file nests to blow up whatever prints or serialises the value."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted in a "
+                                              "config", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def load_yaml_text(text: str):
+    """YAML text as data: the safe loader, no aliases, at most `MAX_CONFIG_BYTES`."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ValueError(f"{len(text):,} characters of YAML; a config holds at most "
+                         f"{MAX_CONFIG_BYTES:,}")
+    return yaml.load(text, Loader=_DataLoader)  # noqa: S506 — a SafeLoader subclass
+
+
 def read_yaml(path: str | Path):
-    """A YAML file's content; `ValueError` naming the file, line and column if it is not YAML."""
+    """A YAML file's content; `ValueError` naming the file, line and column if it is not YAML
+    (or is too big, or uses aliases: `load_yaml_text`)."""
+    path = Path(path)
+    if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{path}: {path.stat().st_size:,} bytes; a config holds at most "
+                         f"{MAX_CONFIG_BYTES:,}")
     try:
-        return yaml.safe_load(Path(path).read_text())
+        return load_yaml_text(path.read_text())
     except yaml.YAMLError as err:
         raise ValueError(f"{path}: not valid YAML ({yaml_problem(err)})") from None
 
@@ -273,7 +301,7 @@ def apply_override(data: dict, assignment: str) -> None:
     if not sep or not all(parts):
         raise ValueError(f"--set takes section.field=value; got {assignment!r}")
     try:
-        value = yaml.safe_load(raw)
+        value = load_yaml_text(raw)
     except yaml.YAMLError as err:
         raise ValueError(f"--set {key.strip()}: {raw!r} is not a YAML value "
                          f"({yaml_problem(err)})") from None

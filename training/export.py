@@ -39,12 +39,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.core.observation import observation_layout
 
 from . import checkpoints as ckpt
+from .config import load_yaml_text
 
 DOC_FILES = ("card.md", "learning_curve.png")  # human-readable extras copied from a checkpoint
 
@@ -67,7 +67,10 @@ def config_from_args(config_json: str | None, sets: list[str]) -> dict | None:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise ValueError(f"--set expects field=value (a ChickenFootConfig field); got {item!r}")
-        fields[name.strip()] = yaml.safe_load(value)
+        try:
+            fields[name.strip()] = load_yaml_text(value)
+        except Exception as err:  # noqa: BLE001 — yaml's errors: one line naming the field
+            raise ValueError(f"--set {name.strip()}: {value!r} is not a YAML value ({err})") from None
     return fields
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from cf_env.core import atomic
 
 LOCK_FILE = ".lock"
+MAX_RUN_INFO_BYTES = 1 << 24  # run.json grows by ~300 bytes a session
 _HELD: dict[Path, int] = {}  # run directory -> the descriptor holding its lock (this process)
 
 
@@ -50,6 +51,9 @@ def read_run_info(run_dir: Path) -> dict | None:
     path = Path(run_dir) / "run.json"
     if not path.is_file():
         return None
+    if path.stat().st_size > MAX_RUN_INFO_BYTES:
+        raise ValueError(f"{path}: {path.stat().st_size:,} bytes; a run.json holds at most "
+                         f"{MAX_RUN_INFO_BYTES:,}")
     try:
         info = json.loads(path.read_text())
     except ValueError as err:

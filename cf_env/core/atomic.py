@@ -92,9 +92,16 @@ def append_lines(path: str | os.PathLike, lines: list[str]) -> None:
         os.fsync(handle.fileno())
 
 
+MAX_LOG_BYTES = 1 << 28  # a log read whole (evals.jsonl: ~300 bytes per evaluation)
+
+
 def read_jsonl(path: str | os.PathLike) -> list:
     """The JSON values of a log's lines. A torn last line (a kill during `append_lines`) is
-    skipped; a bad line before it raises `ValueError` naming the file and line."""
+    skipped; a bad line before it, or a log over `MAX_LOG_BYTES`, raises `ValueError` naming
+    the file (and line)."""
+    size = os.stat(path).st_size
+    if size > MAX_LOG_BYTES:
+        raise ValueError(f"{path}: {size:,} bytes; a log is read whole, at most {MAX_LOG_BYTES:,}")
     text = Path(path).read_text(encoding="utf-8")
     lines = text.split("\n")
     values = []

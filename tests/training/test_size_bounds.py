@@ -46,3 +46,29 @@ def test_fit_value_refuses_sizes_out_of_bounds(flag, value, capsys):
         fit_value.main(["checkpoints/selfplay-4p-d9", flag, str(value)])
     assert stopped.value.code == 2
     assert f"{flag} must be in 1.." in capsys.readouterr().err
+
+
+def test_a_config_with_yaml_aliases_is_refused_before_anything_expands(tmp_path):
+    """A "billion laughs" file: nested aliases that printing or serialising would expand."""
+    laughs = ["a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    for level in "bcdefghi":
+        previous = chr(ord(level) - 1)
+        laughs.append(f"{level}: &{level} [{', '.join([f'*{previous}'] * 9)}]")
+    (tmp_path / "laughs.yaml").write_text("\n".join([*laughs, "ppo:", "  net_arch: *i", ""]))
+    with pytest.raises(ValueError, match=r"aliases \(\*name\) are not accepted in a config at line 2"):
+        load_config(tmp_path / "laughs.yaml")
+    with pytest.raises(ValueError, match="aliases"):
+        load_config(SMOKE, ["ppo.net_arch=&x [*x]"])
+
+
+def test_config_files_and_logs_are_size_bounded(tmp_path, monkeypatch):
+    from cf_env.core import atomic
+    from training.config import MAX_CONFIG_BYTES
+
+    (tmp_path / "big.yaml").write_text("seed: 0\n" + "#" * MAX_CONFIG_BYTES + "\n")
+    with pytest.raises(ValueError, match=f"a config holds at most {MAX_CONFIG_BYTES:,}"):
+        load_config(tmp_path / "big.yaml")
+    monkeypatch.setattr(atomic, "MAX_LOG_BYTES", 64)
+    atomic.append_lines(tmp_path / "evals.jsonl", ['{"steps": 1}'] * 10)
+    with pytest.raises(ValueError, match="a log is read whole, at most 64"):
+        atomic.read_jsonl(tmp_path / "evals.jsonl")
