@@ -88,8 +88,8 @@ def test_a_folder_replaced_whole_is_old_or_new_after_a_kill_at_any_step(tmp_path
         target = names["target"]
         atomic.recover_dir(target)
         contents = {p.name: p.read_text() for p in target.iterdir()}
-        assert contents in ({n: "old" for n in ("card.json", "policy.npz", "value.npz")},
-                            {n: "new" for n in ("card.json", "policy.npz", "value.npz", "card.md")})
+        assert contents in (dict.fromkeys(("card.json", "policy.npz", "value.npz"), "old"),
+                            dict.fromkeys(("card.json", "policy.npz", "value.npz", "card.md"), "new"))
         assert hidden_leftovers(target.parent) == []
 
     kill_points(f"""
@@ -318,6 +318,14 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _survivors(pids: list[int], seconds: float = 10) -> list[int]:
+    """The processes of `pids` still alive after up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [pid for pid in pids if _alive(pid)]
+
+
 def _shm_mappings(pid: int) -> set[str]:
     try:
         maps = (Path("/proc") / str(pid) / "maps").read_text()
@@ -360,10 +368,7 @@ def test_a_run_killed_whole_leaves_no_shared_memory_and_no_process(tmp_path):
     assert rollout, "the collector maps its rollout block"
     os.killpg(trainer.pid, signal.SIGKILL)
     trainer.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in group) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [pid for pid in group if _alive(pid)]
+    assert _survivors(group) == []
 
 
 @pytest.mark.slow
@@ -373,10 +378,7 @@ def test_collectors_die_with_a_killed_trainer(tmp_path):
     trainer, workers = _start_overlapped_run(tmp_path)
     trainer.kill()
     trainer.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [pid for pid in workers if _alive(pid)]
+    assert _survivors(workers) == []
 
 
 @pytest.mark.slow
