@@ -6,7 +6,7 @@ at module level or inside a function (a lazy import is still a dependency), abso
 the modules they name. The layers, lowest first (what each may import; derived from the code as
 it stands, where adapters offer `render()` and the single-agent env's opponents are agents):
 
-    cf_env.core      rules, state, encodings          numpy and the standard library only
+    cf_env.core      rules, state, encodings          numpy, numba and the standard library only
     cf_env.agents    policies, bots, search           + core
     cf_env.viz       text, pictures, records, replay  + core, agents
     cf_env.envs      PettingZoo/Gymnasium/OpenSpiel   + core, agents, viz (and their libraries)
@@ -43,7 +43,7 @@ LAYERS = {
     "cf_env": 5,  # the facade: cf_env/__init__.py and cf_env/_moved.py
     "training": 6,
 }
-CORE_EXTERNAL = {"numpy"}  # beside the standard library
+CORE_EXTERNAL = {"numpy", "numba"}  # beside the standard library
 
 
 def layer(module: str) -> str:
