@@ -112,7 +112,11 @@ def create_run_dir(runs_dir: str, run_name: str | None, default_name: str, confi
     """
     run_dir = Path(runs_dir) / (run_name or f"{default_name}-{datetime.now():%Y%m%d-%H%M%S}")
     if run_dir.exists():
-        if has_checkpoint(run_dir) or not (run_dir / "config.yaml").is_file():
+        # Restartable: a run with no checkpoint, or a folder a kill left right after its mkdir
+        # (nothing in it but hidden files: the lock, a temporary config.yaml).
+        started = (run_dir / "config.yaml").is_file() or not [
+            p for p in run_dir.iterdir() if not p.name.startswith(".")]
+        if has_checkpoint(run_dir) or not started:
             raise FileExistsError(f"run directory {run_dir} exists; {exists_hint}")
         restart_run_dir(run_dir, config)
         return run_dir, True
@@ -128,14 +132,14 @@ def restart_run_dir(run_dir: Path, config: dict) -> None:
     lock_run(run_dir)
     if has_checkpoint(run_dir):
         raise FileExistsError(f"run directory {run_dir} has a checkpoint; resume it instead")
+    write_config(run_dir, config)  # first: a kill during the clearing leaves it restartable
     for child in run_dir.iterdir():
-        if child.name == LOCK_FILE:
-            continue
+        if child.name in (LOCK_FILE, "config.yaml"):
+            continue  # (a killed writer's temporary files go with the rest)
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child)
         else:
             child.unlink()
-    write_config(run_dir, config)
 
 
 def write_config(run_dir: Path, config: dict) -> None:

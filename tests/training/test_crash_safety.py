@@ -209,6 +209,36 @@ def test_an_agent_left_aside_by_an_interrupted_ship_is_restored(shipped, tmp_pat
     assert hidden_leftovers(tmp_path) == []
 
 
+# ------------------------------------------------------------------------- run directories
+def test_a_run_directory_killed_while_made_or_restarted_can_be_started_again(tmp_path):
+    """`create_run_dir` killed at each step, over a new folder and over a run that has no
+    checkpoint (which it clears): the same call then starts the run, the folder holding only
+    its config and lock."""
+    from training import provenance
+
+    def prepare():
+        runs = tmp_path / f"k{len(list(tmp_path.iterdir()))}"
+        old = runs / "old"
+        (old / "tb" / "sp").mkdir(parents=True)
+        (old / "snapshots" / "step_000000128").mkdir(parents=True)
+        for name in ("config.yaml", "run.json", "tb/sp/events", "snapshots/step_000000128/card.json"):
+            (old / name).write_text("seed: 1\n" if name == "config.yaml" else "{}")
+        return {"runs": runs}
+
+    def check(k, names):
+        for name in ("new", "old"):
+            run_dir, restarted = provenance.create_run_dir(names["runs"], name, "x", {"seed": 2})
+            provenance.release_run(run_dir)
+            assert sorted(p.name for p in run_dir.iterdir()) == [".lock", "config.yaml"]
+            assert (run_dir / "config.yaml").read_text() == "seed: 2\n"
+
+    kill_points("""
+        from training import provenance
+        for name in ("new", "old"):
+            provenance.create_run_dir("{runs}", name, "x", {{"seed": 2}})
+    """, prepare, check, imports="import training.provenance, yaml")
+
+
 # ------------------------------------------------------------------------- training runs
 KILL_ON_CALL = """
 import os, signal, sys
