@@ -55,8 +55,14 @@ game_over       (N,)        bool     the game has ended (R4 / target_score)
 winners         (N, P)      bool     R13 winners once game_over
 next_perm       (N, T)      int32    the permutation the next round is dealt from
 need_perm       (N,)        bool     next_perm was used: the wrapper must draw a new one
+on_table        (N, T)      bool     tiles on the table this round, start double included
+played          (N, P, T)   bool     tiles each seat placed this round
+voids           (N, P, V)   bool     values each seat showed it lacks this round: a DRAW
+                                     first clears the seat's row, then DRAW and a PASS not
+                                     after a draw mark the playable values (as Engine._apply)
 ==============  ==========  =======  =====================================================
 
+The last three are read only by the observation (`batch_observe`); the rules never read them.
 Per-round scores are kept as the R13 aggregates (total, zero rounds, lowest non-zero round) and
 the last round's points, which is all R13 reads; a driver that wants every round's points reads
 `round_points` where `round_ended` is set.
@@ -69,7 +75,14 @@ double_id (V,) int32, and `params` (int64) holding the config as integers at the
 Hot loop: `batch_legal(state, tables, out_words)` writes every game's legal bitset (exactly
 `Engine.legal_bits()`, R6-R9; zero once the game is over) and `batch_step(state, tables, actions)`
 applies one action per game for the seat to move (R8-R11, R12 scoring and R13 winners at the
-ends, the next round's deal and R5 start included). Everything here also runs as plain Python
+ends, the next round's deal and R5 start included). `batch_observe(state, tables, obs_tables,
+out)` writes every game's observation for its seat to move, (N, observation size) float32,
+bit for bit `Encoder.observe(engine, engine.current)` (what the env's and the collector's
+`SeatView` return; zeros once the game is over); `obs_tables(config)` (`ObsTables`) holds each
+piece's start and stop in the row and the divisor of the count pieces, read from
+`observation_layout(config)` and the Encoder's divisors, so that the layout is stated in
+cf_env/core/observation.py only. tests/core/test_kernel_observation.py checks every decision of
+the differential's games against the Encoder. Everything here also runs as plain Python
 under NUMBA_DISABLE_JIT=1 (the same functions).
 
 Compilation: every function is `@njit(cache=True, error_model="numpy", _nrt=False)` (`_jit`;
@@ -95,6 +108,7 @@ from numba import njit
 from cf_env.core.actions import actions_in
 from cf_env.core.config import START_SEARCHES, TIE_BREAKS, ChickenFootConfig
 from cf_env.core.engine import IllegalActionError
+from cf_env.core.observation import OBSERVATION_VERSION, _divisors, observation_layout
 from cf_env.core.tiles import tile_tables
 
 # Indices into KernelTables.params.
@@ -170,6 +184,9 @@ class KernelState(NamedTuple):
     winners: np.ndarray
     next_perm: np.ndarray
     need_perm: np.ndarray
+    on_table: np.ndarray
+    played: np.ndarray
+    voids: np.ndarray
 
 
 def num_words(config: ChickenFootConfig) -> int:
@@ -216,6 +233,37 @@ def kernel_tables(config: ChickenFootConfig) -> KernelTables:
     )
 
 
+class ObsTables(NamedTuple):
+    starts: np.ndarray  # (len(OBS_PIECES),) uint64: each piece's first position in the row
+    stops: np.ndarray  # (len(OBS_PIECES),) uint64: one past each piece's last position
+    divisors: np.ndarray  # (len(OBS_PIECES),) float64: what a count piece is divided by
+    size: int
+
+
+# The observation's pieces, by their index in ObsTables (names of `observation_layout`).
+OBS_PIECES = ("hand", "table", "open_ends", "playable_values", "spinner_arms_empty", "foot_double",
+              "foot_toes_left", "drawn_tile", "boneyard_size", "hand_sizes", "opponent_voids",
+              "opponent_played", "round", "center", "scores")
+(O_HAND, O_TABLE, O_OPEN, O_PLAYABLE, O_SPINNER, O_FOOT, O_TOES, O_DRAWN, O_BONEYARD, O_SIZES,
+ O_VOIDS, O_PLAYED, O_ROUND, O_CENTER, O_SCORES) = range(len(OBS_PIECES))
+
+
+def obs_tables(config: ChickenFootConfig) -> ObsTables:
+    """Where `batch_observe` writes each piece and what it divides counts by, read from
+    `observation_layout(config)` and the Encoder's divisors (the layout is not restated here)."""
+    layout = observation_layout(config)
+    if set(layout.slices) != set(OBS_PIECES):
+        raise ValueError(f"batch_observe knows the pieces {OBS_PIECES}; the layout has "
+                         f"{tuple(layout.slices)} (OBSERVATION_VERSION {OBSERVATION_VERSION})")
+    divisor = _divisors(config)
+    return ObsTables(
+        starts=np.array([layout.slices[name].start for name in OBS_PIECES], np.uint64),
+        stops=np.array([layout.slices[name].stop for name in OBS_PIECES], np.uint64),
+        divisors=np.array([float(divisor.get(name, 1)) for name in OBS_PIECES], np.float64),
+        size=layout.size,
+    )
+
+
 def new_state(config: ChickenFootConfig, num_games: int) -> KernelState:
     """Zeroed arrays for `num_games` games (deal them with `batch_reset`)."""
     n, p, t, v, w = num_games, config.num_players, config.num_tiles, config.max_pips + 1, num_words(config)
@@ -246,6 +294,9 @@ def new_state(config: ChickenFootConfig, num_games: int) -> KernelState:
         winners=np.zeros((n, p), np.bool_),
         next_perm=np.zeros((n, t), i32),
         need_perm=np.zeros(n, np.bool_),
+        on_table=np.zeros((n, t), np.bool_),
+        played=np.zeros((n, p, t), np.bool_),
+        voids=np.zeros((n, p, v), np.bool_),
     )
 
 
@@ -396,6 +447,12 @@ def _start_round(st, tb, i):
     st.bone_pos[i] = n * size
     for v in range(st.open_count.shape[1]):
         st.open_count[i, v] = 0
+        for seat in range(n):
+            st.voids[i, seat, v] = False
+    for t in range(st.on_table.shape[1]):
+        st.on_table[i, t] = False
+        for seat in range(n):
+            st.played[i, seat, t] = False
     for k in range(st.open_attach.shape[1]):
         st.open_attach[i, k] = ZERO
     st.spinner_empty[i] = tb.params[P_ARMS]
@@ -433,6 +490,7 @@ def _start_round(st, tb, i):
                 break
             holder = (holder + 1) % n
     _take(st, tb, i, holder, start)
+    st.on_table[i, start] = True
     st.start_seat[i] = holder
     st.current[i] = (holder + 1) % n
 
@@ -528,12 +586,31 @@ def _end_round(st, tb, i):
 
 
 @_jit
+def _mark_voids(st, i, seat):
+    """`seat` showed it holds none of the playable values (R9 the pending foot's, else R7 the
+    centre's, else R6 every open end's): mark them in its voids."""
+    if st.foot_value[i] >= 0:
+        st.voids[i, seat, st.foot_value[i]] = True
+    elif st.spinner_empty[i] > 0:
+        st.voids[i, seat, st.center[i]] = True
+    else:
+        for v in range(st.open_count.shape[1]):
+            if st.open_count[i, v] > 0:
+                st.voids[i, seat, v] = True
+
+
+@_jit
 def _apply(st, tb, i, action):
     """R8-R11: one (legal) action of game i's seat to move."""
     n = tb.params[P_PLAYERS]
     seat = st.current[i]
     went_out = False
     if action == tb.params[P_DRAW]:
+        # The seat showed it holds none of the playable values; the draw adds an unseen tile,
+        # so what it showed before is dropped (as Engine._apply).
+        for v in range(st.voids.shape[2]):
+            st.voids[i, seat, v] = False
+        _mark_voids(st, i, seat)
         tile = _draw(st, tb, i, seat)
         # Variant: one DRAW keeps drawing until a playable tile comes or the boneyard is empty.
         while (tb.params[P_UNTIL] != 0 and st.bone_pos[i] < tb.params[P_TILES]
@@ -541,12 +618,16 @@ def _apply(st, tb, i, action):
             tile = _draw(st, tb, i, seat)
         st.drawn_tile[i] = tile
     elif action == tb.params[P_PASS]:
+        if st.drawn_tile[i] < 0:  # a pass without a draw before it shows voids too
+            _mark_voids(st, i, seat)
         st.drawn_tile[i] = -1
         st.current[i] = (seat + 1) % n
     else:
         tile = action >> 1  # action 2t + side (cf_env.core.actions)
         lo, hi = tb.tile_lo[tile], tb.tile_hi[tile]
         _take(st, tb, i, seat, tile)
+        st.on_table[i, tile] = True
+        st.played[i, seat, tile] = True
         if action & 1:
             _place(st, tb, i, hi, lo)
         else:
@@ -657,6 +738,85 @@ def batch_random_actions(legal_words, uniforms, out):
             break
 
 
+# ---------------------------------------------------------------------------- observations
+@_jit
+def _board(row, base, src, size):
+    """row[base:base + size] = src[:size] as 0.0 / 1.0, branch-free, with unsigned indices
+    (numba checks every signed index for wraparound, which keeps LLVM from vectorizing the
+    loop: measured 3-4x slower)."""
+    for t in range(np.uint64(size)):  # np.uint64(t): numpy 1.x makes uint64 + int a float
+        row[base + np.uint64(t)] = np.float32(src[t])
+
+
+@_jit
+def _clear(row, start, stop):
+    for j in range(start, stop):
+        row[j] = np.float32(0.0)
+
+
+@_jit
+def batch_observe(st, tb, ob, out):
+    """Every game's observation for its seat to move into out (N, observation size) float32,
+    exactly `Encoder.observe(engine, engine.current)`; all zero for a finished game.
+
+    Each count piece is the float64 quotient count / divisor rounded to float32, as Encoder
+    writes it; the 0/1 boards are written whole without branches, and only the one-hot pieces
+    are cleared first. Offsets are uint64 (ob.starts / ob.stops), so that every position here
+    stays unsigned (a signed operand would make the sum float64). The loop is this function's
+    own: a helper taking `st` per game made the whole call 1.5x slower (measured; numba passes
+    the state's arrays as separate arguments, likely the cost when the call is not inlined)."""
+    start, stop, div = ob.starts, ob.stops, ob.divisors
+    n, count, values = tb.params[P_PLAYERS], tb.params[P_TILES], tb.params[P_VALUES]
+    one, two, k32 = np.float32(1.0), np.uint64(2), np.uint64(32)
+    for i in range(st.current.shape[0]):
+        row = out[i]
+        if st.game_over[i]:
+            _clear(row, np.uint64(0), np.uint64(row.shape[0]))
+            continue
+        for piece in (O_PLAYABLE, O_FOOT, O_DRAWN, O_ROUND, O_CENTER):  # the one-hot pieces
+            _clear(row, start[piece], stop[piece])
+        seat = st.current[i]
+        hand = start[O_HAND]
+        for k in range(st.hands.shape[2]):  # tile t is bit 2t: word k holds tiles 32k..32k+31
+            word = st.hands[i, seat, k]
+            base = hand + k32 * np.uint64(k)
+            for b in range(np.uint64(min(32, count - 32 * k))):
+                ub = np.uint64(b)
+                row[base + ub] = np.float32((word >> (two * ub)) & ONE)
+        _board(row, start[O_TABLE], st.on_table[i], count)
+        opens = start[O_OPEN]
+        for v in range(values):
+            row[opens + np.uint64(v)] = np.float32(st.open_count[i, v] / div[O_OPEN])
+        foot = st.foot_value[i]
+        if foot >= 0:  # the playable values: R9, else R7, else R6 (as _attach_word)
+            row[start[O_PLAYABLE] + np.uint64(foot)] = one
+            row[start[O_FOOT] + np.uint64(foot)] = one
+        elif st.spinner_empty[i] > 0:
+            row[start[O_PLAYABLE] + np.uint64(st.center[i])] = one
+        else:
+            playable = start[O_PLAYABLE]
+            for v in range(values):
+                row[playable + np.uint64(v)] = np.float32(st.open_count[i, v] > 0)
+        row[start[O_SPINNER]] = np.float32(st.spinner_empty[i] / div[O_SPINNER])
+        row[start[O_TOES]] = np.float32(st.toes_left[i] / div[O_TOES])
+        if st.drawn_tile[i] >= 0:
+            row[start[O_DRAWN] + np.uint64(st.drawn_tile[i])] = one
+        row[start[O_BONEYARD]] = np.float32((count - st.bone_pos[i]) / div[O_BONEYARD])
+        for k in range(n):  # egocentric: self, then clockwise
+            other = seat + k
+            if other >= n:
+                other -= n
+            uk = np.uint64(k)
+            row[start[O_SIZES] + uk] = np.float32(st.hand_count[i, other] / div[O_SIZES])
+            row[start[O_SCORES] + uk] = np.float32(st.totals[i, other] / div[O_SCORES])
+            if k > 0:
+                voids = start[O_VOIDS] + (uk - ONE) * np.uint64(values)
+                _board(row, voids, st.voids[i, other], values)
+                _board(row, start[O_PLAYED] + (uk - ONE) * np.uint64(count), st.played[i, other], count)
+        row[start[O_ROUND] + np.uint64(st.round[i])] = one
+        row[start[O_CENTER] + np.uint64(st.center[i])] = one
+
+
 # ---------------------------------------------------------------------------- Python wrapper
 class KernelBatch:
     """N games of one config: the state, the tables, and one `np.random.Generator` per game that
@@ -668,6 +828,8 @@ class KernelBatch:
         self.tables = kernel_tables(config)
         self.state = new_state(config, num_games)
         self.legal_words = np.zeros((num_games, num_words(config)), np.uint64)
+        self.obs_tables = obs_tables(config)
+        self.observations = np.zeros((num_games, self.obs_tables.size), np.float32)
         self.rngs: list[np.random.Generator | None] = [None] * num_games
         # Each game's next shuffles, drawn a game's rounds at a time: one `permuted` call over
         # R rows of 0..T-1 draws exactly what R successive `permutation(T)` calls draw (the
@@ -724,6 +886,9 @@ class KernelBatch:
             st.round_points[game, seat] = rounds[-1] if rounds else 0
             st.winners[game, seat] = seat in engine.winners
         st.open_count[game] = engine.open_count
+        st.on_table[game] = engine.on_table
+        st.played[game] = engine.played_by
+        st.voids[game] = engine.voids
         st.open_attach[game] = 0
         for value, count in enumerate(engine.open_count):
             if count:
@@ -749,6 +914,20 @@ class KernelBatch:
         """(N, W) uint64 legal bitsets (`Engine.legal_bits` per game)."""
         batch_legal(self.state, self.tables, self.legal_words)
         return self.legal_words
+
+    def observe(self, out: np.ndarray | None = None) -> np.ndarray:
+        """(N, observation size) float32: each game's observation for its seat to move
+        (`Encoder.observe(engine, engine.current)`; zeros for a finished game), written into
+        `out` when given (C-contiguous, that shape and dtype), else into the batch's own buffer
+        (overwritten by the next call)."""
+        if out is None:
+            out = self.observations
+        elif (out.shape != self.observations.shape or out.dtype != np.float32
+              or not out.flags.c_contiguous):
+            raise ValueError(f"out must be a C-contiguous float32 array of shape "
+                             f"{self.observations.shape}; got {out.dtype} {out.shape}")
+        batch_observe(self.state, self.tables, self.obs_tables, out)
+        return out
 
     def step(self, actions: np.ndarray) -> None:
         """One action per game (ignored for finished games): an integer array of shape (N,).

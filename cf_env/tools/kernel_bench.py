@@ -3,10 +3,12 @@ several batch sizes, beside the pure-Python `Engine` playing one game, in the sa
 
     python -m cf_env.tools.kernel_bench [--seconds 1.5] [--batches 1,16,256,4096]
 
-A decision is one action of one game (draws and passes included); no observations are built.
-Each batch loop is `batch_legal` -> a uniformly random legal action per game
-(`batch_random_actions`) -> `batch_step`, finished games dealt a new seeded game at once, so
-the per-game RNG's shuffles at round starts (the wrapper's Python share) are counted too.
+A decision is one action of one game (draws and passes included). Each batch loop is
+`batch_legal` -> a uniformly random legal action per game (`batch_random_actions`) ->
+`batch_step`, finished games dealt a new seeded game at once, so the per-game RNG's shuffles at
+round starts (the wrapper's Python share) are counted too. The "with observation + mask" rows
+also write every game's observation for its seat to move (`batch_observe`, into one
+preallocated (N, observation size) float32 array) at each step, beside the legal bitset.
 Print only: CPU time is `time.process_time()`, compilation is done before timing.
 """
 
@@ -24,7 +26,8 @@ from cf_env.core.kernel import KernelBatch, batch_random_actions
 CASES = (("4p double-9", {"max_pips": 9, "num_players": 4}), ("8p double-15", {"max_pips": 15, "num_players": 8}))
 
 
-def kernel_rate(config: ChickenFootConfig, batch: int, seconds: float, seed: int = 0) -> float:
+def kernel_rate(config: ChickenFootConfig, batch: int, seconds: float, seed: int = 0,
+                observe: bool = False) -> float:
     games = KernelBatch(config, batch)
     rng = np.random.default_rng(seed)
     next_seed = batch
@@ -36,6 +39,8 @@ def kernel_rate(config: ChickenFootConfig, batch: int, seconds: float, seed: int
     while True:
         for _ in range(64):
             legal = games.legal()
+            if observe:
+                games.observe()
             batch_random_actions(legal, rng.random(batch), actions)
             decisions += int((actions >= 0).sum())
             games.step(actions)
@@ -75,15 +80,18 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
     start = time.perf_counter()
-    kernel_rate(ChickenFootConfig(), 2, 0.0)  # compile (or load the numba cache) before timing
+    kernel_rate(ChickenFootConfig(), 2, 0.0, observe=True)  # compile (or load the numba cache) before timing
     print(f"compile / cache load: {time.perf_counter() - start:.2f} s")
-    header = f"{'case':<14} {'engine 1 game':>14} " + " ".join(f"{'batch ' + str(b):>12}" for b in batches)
+    header = f"{'case':<30} {'engine 1 game':>14} " + " ".join(f"{'batch ' + str(b):>12}" for b in batches)
     print("random-play decisions per CPU-second")
     print(header)
     for name, fields in CASES:
         config = ChickenFootConfig(**fields)
-        row = f"{name:<14} {engine_rate(config, args.seconds):>14,.0f} "
+        row = f"{name:<30} {engine_rate(config, args.seconds):>14,.0f} "
         row += " ".join(f"{kernel_rate(config, b, args.seconds):>12,.0f}" for b in batches)
+        print(row, flush=True)
+        row = f"{name + ' with observation + mask':<30} {'':>14} "
+        row += " ".join(f"{kernel_rate(config, b, args.seconds, observe=True):>12,.0f}" for b in batches)
         print(row, flush=True)
 
 

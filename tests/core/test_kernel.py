@@ -63,9 +63,11 @@ def random_config(rng: np.random.Generator, max_pips: int | None = None, **fixed
     return ChickenFootConfig(**fields)
 
 
-def differential(config: ChickenFootConfig, seeds: list[int], action_seed: int) -> dict:
+def differential(config: ChickenFootConfig, seeds: list[int], action_seed: int, check=None) -> dict:
     """Play len(seeds) games in one batch and in Engines with the same random legal actions,
-    asserting agreement at every decision; returns counts of what was compared."""
+    asserting agreement at every decision; returns counts of what was compared. `check`, when
+    given, is called as check(batch, engines) at every step before the actions are chosen
+    (tests/core/test_kernel_observation.py compares the observations there)."""
     n = len(seeds)
     batch = KernelBatch(config, n)
     batch.reset(seeds)
@@ -77,6 +79,8 @@ def differential(config: ChickenFootConfig, seeds: list[int], action_seed: int) 
     actions = np.zeros(n, dtype=np.int64)
     while True:
         legal = batch.legal()
+        if check is not None:
+            check(batch, engines)
         live = 0
         for i, engine in enumerate(engines):
             where = f"{config} seed {seeds[i]} decision {len(engine.history)}"
