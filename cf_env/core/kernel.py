@@ -82,7 +82,11 @@ bit for bit `Encoder.observe(engine, engine.current)` (what the env's and the co
 piece's start and stop in the row and the divisor of the count pieces, read from
 `observation_layout(config)` and the Encoder's divisors, so that the layout is stated in
 cf_env/core/observation.py only. tests/core/test_kernel_observation.py checks every decision of
-the differential's games against the Encoder. Everything here also runs as plain Python
+the differential's games against the Encoder. `batch_privileged(state, tables, priv_tables,
+out)` writes the critic's privileged vector the same way, (N, privileged size) float32, bit for
+bit `Encoder.privileged(engine, engine.current)` (the opponents' hands egocentric, then the
+boneyard's tiles; zeros once the game is over), its offsets read from `privileged_layout(config)`
+by `priv_tables(config)` (`PrivTables`); tests/core/test_kernel_privileged.py checks it. Everything here also runs as plain Python
 under NUMBA_DISABLE_JIT=1 (the same functions).
 
 Compilation: every function is `@njit(cache=True, error_model="numpy", _nrt=False)` (`_jit`;
@@ -108,7 +112,12 @@ from numba import njit
 from cf_env.core.actions import actions_in
 from cf_env.core.config import START_SEARCHES, TIE_BREAKS, ChickenFootConfig
 from cf_env.core.engine import IllegalActionError
-from cf_env.core.observation import OBSERVATION_VERSION, _divisors, observation_layout
+from cf_env.core.observation import (
+    OBSERVATION_VERSION,
+    _divisors,
+    observation_layout,
+    privileged_layout,
+)
 from cf_env.core.tiles import tile_tables
 
 # Indices into KernelTables.params.
@@ -260,6 +269,35 @@ def obs_tables(config: ChickenFootConfig) -> ObsTables:
         starts=np.array([layout.slices[name].start for name in OBS_PIECES], np.uint64),
         stops=np.array([layout.slices[name].stop for name in OBS_PIECES], np.uint64),
         divisors=np.array([float(divisor.get(name, 1)) for name in OBS_PIECES], np.float64),
+        size=layout.size,
+    )
+
+
+class PrivTables(NamedTuple):
+    starts: np.ndarray  # (len(PRIV_PIECES),) uint64: each piece's first position in the row
+    stops: np.ndarray  # (len(PRIV_PIECES),) uint64: one past each piece's last position
+    size: int
+
+
+# The privileged vector's pieces, by their index in PrivTables (names of `privileged_layout`);
+# both are 0/1 boards, so there is no divisor to carry.
+PRIV_PIECES = ("opponent_hands", "boneyard")
+V_HANDS, V_BONEYARD = range(len(PRIV_PIECES))
+
+
+def priv_tables(config: ChickenFootConfig) -> PrivTables:
+    """Where `batch_privileged` writes each piece, read from `privileged_layout(config)` (the
+    layout is not restated here)."""
+    layout = privileged_layout(config)
+    if set(layout.slices) != set(PRIV_PIECES):
+        raise ValueError(f"batch_privileged knows the pieces {PRIV_PIECES}; the layout has "
+                         f"{tuple(layout.slices)} (OBSERVATION_VERSION {OBSERVATION_VERSION})")
+    divisor = _divisors(config)
+    if any(name in divisor for name in PRIV_PIECES):
+        raise ValueError(f"batch_privileged writes 0/1 boards; {PRIV_PIECES} now has a count piece")
+    return PrivTables(
+        starts=np.array([layout.slices[name].start for name in PRIV_PIECES], np.uint64),
+        stops=np.array([layout.slices[name].stop for name in PRIV_PIECES], np.uint64),
         size=layout.size,
     )
 
@@ -817,6 +855,44 @@ def batch_observe(st, tb, ob, out):
         row[start[O_CENTER] + np.uint64(st.center[i])] = one
 
 
+@_jit
+def batch_privileged(st, tb, pv, out):
+    """Every game's privileged vector for its seat to move into out (N, privileged size)
+    float32, exactly `Encoder.privileged(engine, engine.current)`: the opponents' hands,
+    egocentric (left neighbour first, clockwise), then 1 for each tile in the boneyard (neither
+    on the table nor in a hand); all zero for a finished game. As batch_observe: unsigned
+    positions, every board written whole without branches, the per-game loop inside."""
+    start = pv.starts
+    n, count = tb.params[P_PLAYERS], tb.params[P_TILES]
+    two, k32, ucount = np.uint64(2), np.uint64(32), np.uint64(count)
+    hands, bone = start[V_HANDS], start[V_BONEYARD]
+    for i in range(st.current.shape[0]):
+        row = out[i]
+        if st.game_over[i]:
+            _clear(row, np.uint64(0), np.uint64(row.shape[0]))
+            continue
+        seat = st.current[i]
+        for k in range(st.hands.shape[2]):  # tile t is bit 2t: word k holds tiles 32k..32k+31
+            tiles = k32 * np.uint64(k)
+            width = np.uint64(min(32, count - 32 * k))
+            held = st.hands[i, seat, k]
+            for o in range(1, n):
+                other = seat + o
+                if other >= n:
+                    other -= n
+                word = st.hands[i, other, k]
+                held |= word
+                base = hands + np.uint64(o - 1) * ucount + tiles
+                for b in range(width):
+                    ub = np.uint64(b)
+                    row[base + ub] = np.float32((word >> (two * ub)) & ONE)
+            base = bone + tiles
+            for b in range(width):
+                ub = np.uint64(b)
+                seen = ((held >> (two * ub)) & ONE) | np.uint64(st.on_table[i, tiles + ub])
+                row[base + ub] = np.float32(seen ^ ONE)
+
+
 # ---------------------------------------------------------------------------- Python wrapper
 class KernelBatch:
     """N games of one config: the state, the tables, and one `np.random.Generator` per game that
@@ -830,6 +906,8 @@ class KernelBatch:
         self.legal_words = np.zeros((num_games, num_words(config)), np.uint64)
         self.obs_tables = obs_tables(config)
         self.observations = np.zeros((num_games, self.obs_tables.size), np.float32)
+        self.priv_tables = priv_tables(config)
+        self.privileged_rows = np.zeros((num_games, self.priv_tables.size), np.float32)
         self.rngs: list[np.random.Generator | None] = [None] * num_games
         # Each game's next shuffles, drawn a game's rounds at a time: one `permuted` call over
         # R rows of 0..T-1 draws exactly what R successive `permutation(T)` calls draw (the
@@ -927,6 +1005,20 @@ class KernelBatch:
             raise ValueError(f"out must be a C-contiguous float32 array of shape "
                              f"{self.observations.shape}; got {out.dtype} {out.shape}")
         batch_observe(self.state, self.tables, self.obs_tables, out)
+        return out
+
+    def privileged(self, out: np.ndarray | None = None) -> np.ndarray:
+        """(N, privileged size) float32: each game's privileged vector for its seat to move
+        (`Encoder.privileged(engine, engine.current)`; zeros for a finished game), written into
+        `out` when given (C-contiguous, that shape and dtype), else into the batch's own buffer
+        (overwritten by the next call)."""
+        if out is None:
+            out = self.privileged_rows
+        elif (out.shape != self.privileged_rows.shape or out.dtype != np.float32
+              or not out.flags.c_contiguous):
+            raise ValueError(f"out must be a C-contiguous float32 array of shape "
+                             f"{self.privileged_rows.shape}; got {out.dtype} {out.shape}")
+        batch_privileged(self.state, self.tables, self.priv_tables, out)
         return out
 
     def step(self, actions: np.ndarray) -> None:

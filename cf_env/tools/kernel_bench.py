@@ -8,7 +8,9 @@ A decision is one action of one game (draws and passes included). Each batch loo
 `batch_step`, finished games dealt a new seeded game at once, so the per-game RNG's shuffles at
 round starts (the wrapper's Python share) are counted too. The "with observation + mask" rows
 also write every game's observation for its seat to move (`batch_observe`, into one
-preallocated (N, observation size) float32 array) at each step, beside the legal bitset.
+preallocated (N, observation size) float32 array) at each step, beside the legal bitset; the
+"with observation + privileged + mask" rows write each game's privileged vector for the same seat
+too (`batch_privileged`, into the batch's preallocated (N, privileged size) float32 array).
 Print only: CPU time is `time.process_time()`, compilation is done before timing.
 """
 
@@ -27,7 +29,7 @@ CASES = (("4p double-9", {"max_pips": 9, "num_players": 4}), ("8p double-15", {"
 
 
 def kernel_rate(config: ChickenFootConfig, batch: int, seconds: float, seed: int = 0,
-                observe: bool = False) -> float:
+                observe: bool = False, privileged: bool = False) -> float:
     games = KernelBatch(config, batch)
     rng = np.random.default_rng(seed)
     next_seed = batch
@@ -41,6 +43,8 @@ def kernel_rate(config: ChickenFootConfig, batch: int, seconds: float, seed: int
             legal = games.legal()
             if observe:
                 games.observe()
+            if privileged:
+                games.privileged()
             batch_random_actions(legal, rng.random(batch), actions)
             decisions += int((actions >= 0).sum())
             games.step(actions)
@@ -80,18 +84,22 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
     start = time.perf_counter()
-    kernel_rate(ChickenFootConfig(), 2, 0.0, observe=True)  # compile (or load the numba cache) before timing
+    kernel_rate(ChickenFootConfig(), 2, 0.0, observe=True, privileged=True)  # compile (or load the numba cache) before timing
     print(f"compile / cache load: {time.perf_counter() - start:.2f} s")
-    header = f"{'case':<30} {'engine 1 game':>14} " + " ".join(f"{'batch ' + str(b):>12}" for b in batches)
+    header = f"{'case':<50} {'engine 1 game':>14} " + " ".join(f"{'batch ' + str(b):>12}" for b in batches)
     print("random-play decisions per CPU-second")
     print(header)
     for name, fields in CASES:
         config = ChickenFootConfig(**fields)
-        row = f"{name:<30} {engine_rate(config, args.seconds):>14,.0f} "
+        row = f"{name:<50} {engine_rate(config, args.seconds):>14,.0f} "
         row += " ".join(f"{kernel_rate(config, b, args.seconds):>12,.0f}" for b in batches)
         print(row, flush=True)
-        row = f"{name + ' with observation + mask':<30} {'':>14} "
+        row = f"{name + ' with observation + mask':<50} {'':>14} "
         row += " ".join(f"{kernel_rate(config, b, args.seconds, observe=True):>12,.0f}" for b in batches)
+        print(row, flush=True)
+        row = f"{name + ' with observation + privileged + mask':<50} {'':>14} "
+        row += " ".join(f"{kernel_rate(config, b, args.seconds, observe=True, privileged=True):>12,.0f}"
+                        for b in batches)
         print(row, flush=True)
 
 
