@@ -998,12 +998,7 @@ class KernelBatch:
         (`Encoder.observe(engine, engine.current)`; zeros for a finished game), written into
         `out` when given (C-contiguous, that shape and dtype), else into the batch's own buffer
         (overwritten by the next call)."""
-        if out is None:
-            out = self.observations
-        elif (out.shape != self.observations.shape or out.dtype != np.float32
-              or not out.flags.c_contiguous):
-            raise ValueError(f"out must be a C-contiguous float32 array of shape "
-                             f"{self.observations.shape}; got {out.dtype} {out.shape}")
+        out = _rows_out(out, self.observations)
         batch_observe(self.state, self.tables, self.obs_tables, out)
         return out
 
@@ -1012,12 +1007,7 @@ class KernelBatch:
         (`Encoder.privileged(engine, engine.current)`; zeros for a finished game), written into
         `out` when given (C-contiguous, that shape and dtype), else into the batch's own buffer
         (overwritten by the next call)."""
-        if out is None:
-            out = self.privileged_rows
-        elif (out.shape != self.privileged_rows.shape or out.dtype != np.float32
-              or not out.flags.c_contiguous):
-            raise ValueError(f"out must be a C-contiguous float32 array of shape "
-                             f"{self.privileged_rows.shape}; got {out.dtype} {out.shape}")
+        out = _rows_out(out, self.privileged_rows)
         batch_privileged(self.state, self.tables, self.priv_tables, out)
         return out
 
@@ -1047,3 +1037,14 @@ class KernelBatch:
         raw = self.legal().view(np.uint8)  # little-endian words: bit a of byte a // 8
         bits = np.unpackbits(raw.reshape(self.num_games, -1), axis=1, bitorder="little")
         return bits[:, : self.config.num_actions].astype(bool)
+
+
+def _rows_out(out: np.ndarray | None, own: np.ndarray) -> np.ndarray:
+    """Where `KernelBatch.observe`/`privileged` write: `own` (the batch's buffer), or `out` if it
+    is a C-contiguous float32 array of `own`'s shape (else `ValueError`)."""
+    if out is None:
+        return own
+    if out.shape != own.shape or out.dtype != np.float32 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float32 array of shape {own.shape}; got "
+                         f"{out.dtype} {out.shape}")
+    return out

@@ -488,11 +488,21 @@ def test_kernel_target_score_restarts_the_countdown_then_ends_past_the_target():
 
 
 # ---------------------------------------------------------------------------- plain Python
+def run_without_jit(code: str) -> None:
+    """Run `code` (which prints "ok" when its checks pass) in a new process under
+    NUMBA_DISABLE_JIT=1, tests/ and tests/core/ importable: the kernel as plain Python."""
+    code = ("import sys; sys.path.insert(0, 'tests/core'); sys.path.insert(0, 'tests')\n"
+            "from numba.core import config\nassert config.DISABLE_JIT\n" + code)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ok" in result.stdout
+
+
 def test_kernel_plays_the_same_games_as_engine_without_jit():
     code = (
-        "import sys; sys.path.insert(0, 'tests/core'); sys.path.insert(0, 'tests')\n"
-        "from numba.core import config\n"
-        "assert config.DISABLE_JIT\n"
         "from test_kernel import differential\n"
         "from cf_env import ChickenFootConfig\n"
         "cfg = ChickenFootConfig(max_pips=6, num_players=3, spinner_arms=6, draw_until_playable=True,"
@@ -501,12 +511,7 @@ def test_kernel_plays_the_same_games_as_engine_without_jit():
         "assert seen['games'] == 4 and seen['decisions'] > 100, seen\n"
         "print('ok', seen)\n"
     )
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    result = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
-                            text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "ok" in result.stdout
+    run_without_jit(code)
 
 
 def test_batch_random_actions_picks_each_legal_action_by_its_rank():

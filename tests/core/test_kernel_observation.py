@@ -12,15 +12,11 @@ collector call for the acting seat).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from test_kernel import CONFIGS, GAMES, differential, random_config
+from test_kernel import CONFIGS, GAMES, differential, random_config, run_without_jit
 
 from cf_env import ChickenFootConfig, Engine
 from cf_env.core.kernel import KernelBatch, obs_tables
@@ -136,9 +132,6 @@ def test_loaded_positions_observe_as_the_engine(max_pips):
 # ---------------------------------------------------------------------------- plain Python
 def test_kernel_observations_equal_the_encoders_without_jit():
     code = (
-        "import sys; sys.path.insert(0, 'tests/core'); sys.path.insert(0, 'tests')\n"
-        "from numba.core import config\n"
-        "assert config.DISABLE_JIT\n"
         "from test_kernel_observation import observation_differential\n"
         "from cf_env import ChickenFootConfig\n"
         "cfg = ChickenFootConfig(max_pips=6, num_players=3, spinner_arms=6, draw_until_playable=True,"
@@ -147,9 +140,4 @@ def test_kernel_observations_equal_the_encoders_without_jit():
         "assert seen['decisions'] > 100 and seen['voids'] > 0, seen\n"
         "print('ok', seen)\n"
     )
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    result = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
-                            text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "ok" in result.stdout
+    run_without_jit(code)
