@@ -89,7 +89,7 @@ boneyard's tiles; zeros once the game is over), its offsets read from `privilege
 by `priv_tables(config)` (`PrivTables`); tests/core/test_kernel_privileged.py checks it. Everything here also runs as plain Python
 under NUMBA_DISABLE_JIT=1 (the same functions).
 
-Compilation: every function is `@njit(cache=True, error_model="numpy", _nrt=False)` (`_jit`;
+Compilation: every function is `@njit(cache=True, error_model="numpy", _nrt=False)` (`jit`;
 error_model: no division-by-zero branch on the seat arithmetic). The compiled code allocates
 nothing (every array comes in from the wrapper), so it runs without numba's reference counting:
 with it, each array taken out of the state NamedTuple inside the loops cost an atomic
@@ -151,7 +151,7 @@ try:
     _NO_NRT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
 except ImportError:  # pragma: no cover - a numba that moved its options
     _NO_NRT = {}
-_jit = njit(cache=True, error_model="numpy", **_NO_NRT)
+jit = njit(cache=True, error_model="numpy", **_NO_NRT)
 
 ZERO = np.uint64(0)
 ONE = np.uint64(1)
@@ -339,12 +339,12 @@ def new_state(config: ChickenFootConfig, num_games: int) -> KernelState:
 
 
 # ---------------------------------------------------------------------------- compiled rules
-@_jit
+@jit
 def _set_bit(out, i, action):
     out[i, action >> 6] |= ONE << np.uint64(action & 63)
 
 
-@_jit
+@jit
 def _attach_word(st, tb, i, k):
     """Word k of the playable values' attach bitset: the phase of play, decided here only
     (R9 a pending foot's toes first, else R7 the centre's empty arms, else R6 any open end)."""
@@ -356,7 +356,7 @@ def _attach_word(st, tb, i, k):
     return st.open_attach[i, k]
 
 
-@_jit
+@jit
 def _fits(st, tb, i, tile):
     for k in range(tb.tile_bits.shape[1]):
         if tb.tile_bits[tile, k] & _attach_word(st, tb, i, k) != ZERO:
@@ -364,7 +364,7 @@ def _fits(st, tb, i, tile):
     return False
 
 
-@_jit
+@jit
 def _can_place(st, tb, i, seat):
     for k in range(st.hands.shape[2]):
         if st.hands[i, seat, k] & _attach_word(st, tb, i, k) != ZERO:
@@ -372,8 +372,8 @@ def _can_place(st, tb, i, seat):
     return False
 
 
-@_jit
-def _legal_into(st, tb, i, out):
+@jit
+def legal_into(st, tb, i, out):
     """Game i's legal bitset into out[i] (R6-R9; exactly `Engine.legal_bits`)."""
     width = out.shape[1]
     for k in range(width):
@@ -406,9 +406,9 @@ def _legal_into(st, tb, i, out):
                 _set_bit(out, i, tb.params[P_PASS])
 
 
-@_jit
-def _is_legal(st, tb, i, action):
-    """Whether `action` is legal for game i's seat to move (the same decision as _legal_into)."""
+@jit
+def is_legal(st, tb, i, action):
+    """Whether `action` is legal for game i's seat to move (the same decision as legal_into)."""
     if st.game_over[i] or action < 0 or action > tb.params[P_PASS]:
         return False
     draw, pas = tb.params[P_DRAW], tb.params[P_PASS]
@@ -433,7 +433,7 @@ def _is_legal(st, tb, i, action):
     return (word >> np.uint64(action & 63)) & ONE != ZERO
 
 
-@_jit
+@jit
 def _give(st, tb, i, seat, tile):
     for k in range(st.hands.shape[2]):
         st.hands[i, seat, k] |= tb.tile_bits[tile, k]
@@ -441,7 +441,7 @@ def _give(st, tb, i, seat, tile):
     st.hand_points[i, seat] += tb.points[tile]
 
 
-@_jit
+@jit
 def _take(st, tb, i, seat, tile):
     for k in range(st.hands.shape[2]):
         st.hands[i, seat, k] ^= tb.tile_bits[tile, k]
@@ -449,7 +449,7 @@ def _take(st, tb, i, seat, tile):
     st.hand_points[i, seat] -= tb.points[tile]
 
 
-@_jit
+@jit
 def _draw(st, tb, i, seat):
     """R5/R8: the boneyard's front tile goes to `seat`'s hand."""
     tile = st.boneyard[i, st.bone_pos[i]]
@@ -458,7 +458,7 @@ def _draw(st, tb, i, seat):
     return tile
 
 
-@_jit
+@jit
 def _holder(st, tb, i, tile):
     """The seat holding `tile`, or -1."""
     k = (2 * tile) >> 6
@@ -469,7 +469,7 @@ def _holder(st, tb, i, tile):
     return -1
 
 
-@_jit
+@jit
 def _start_round(st, tb, i):
     """R3-R5: deal round st.round[i] from boneyard[i] (its permutation) and place the start."""
     n = tb.params[P_PLAYERS]
@@ -533,7 +533,7 @@ def _start_round(st, tb, i):
     st.current[i] = (holder + 1) % n
 
 
-@_jit
+@jit
 def _open_inc(st, tb, i, value):
     st.open_count[i, value] += 1
     if st.open_count[i, value] == 1:  # a value newly open
@@ -541,7 +541,7 @@ def _open_inc(st, tb, i, value):
             st.open_attach[i, k] |= tb.attach_bits[value, k]
 
 
-@_jit
+@jit
 def _open_dec(st, tb, i, value):
     st.open_count[i, value] -= 1
     if st.open_count[i, value] == 0:  # the last open end of that value is covered
@@ -549,7 +549,7 @@ def _open_dec(st, tb, i, value):
             st.open_attach[i, k] ^= tb.attach_bits[value, k]
 
 
-@_jit
+@jit
 def _place(st, tb, i, attached, free_end):
     """R6, R7, R9, R10: lay a tile attached to `attached` and update the open ends."""
     if st.foot_value[i] >= 0:  # R9: a toe of the pending foot
@@ -567,7 +567,7 @@ def _place(st, tb, i, attached, free_end):
     _open_inc(st, tb, i, free_end)
 
 
-@_jit
+@jit
 def _set_winners(st, tb, i):
     """R13: lowest total; with tie_break r13 then most zero rounds, then the lowest non-zero
     round; seats still equal share the win."""
@@ -591,7 +591,7 @@ def _set_winners(st, tb, i):
         st.winners[i, seat] = same
 
 
-@_jit
+@jit
 def _end_round(st, tb, i):
     """R12: score the hands; then the game ends (R4's last round, or a total past the target),
     or the next round is dealt from next_perm (R4) and the wrapper is asked for another."""
@@ -623,7 +623,7 @@ def _end_round(st, tb, i):
         _start_round(st, tb, i)
 
 
-@_jit
+@jit
 def _mark_voids(st, i, seat):
     """`seat` showed it holds none of the playable values (R9 the pending foot's, else R7 the
     centre's, else R6 every open end's): mark them in its voids."""
@@ -637,8 +637,8 @@ def _mark_voids(st, i, seat):
                 st.voids[i, seat, v] = True
 
 
-@_jit
-def _apply(st, tb, i, action):
+@jit
+def apply_action(st, tb, i, action):
     """R8-R11: one (legal) action of game i's seat to move."""
     n = tb.params[P_PLAYERS]
     seat = st.current[i]
@@ -683,23 +683,23 @@ def _apply(st, tb, i, action):
         _end_round(st, tb, i)
 
 
-@_jit
+@jit
 def batch_legal(st, tb, out_words):
     """Every game's legal bitset into out_words (N, W) uint64; all zero for a finished game."""
     for i in range(st.current.shape[0]):
-        _legal_into(st, tb, i, out_words)
+        legal_into(st, tb, i, out_words)
 
 
-@_jit
+@jit
 def batch_first_illegal(st, tb, actions):
     """The first game i (not over) whose actions[i] is not legal now, or -1 when all are."""
     for i in range(st.current.shape[0]):
-        if not st.game_over[i] and not _is_legal(st, tb, i, actions[i]):
+        if not st.game_over[i] and not is_legal(st, tb, i, actions[i]):
             return i
     return -1
 
 
-@_jit
+@jit
 def batch_step(st, tb, actions):
     """Apply actions[i] for game i's seat to move, for every game not over. An illegal action
     leaves its game unchanged; returns how many were illegal (0 when all were applied).
@@ -711,14 +711,14 @@ def batch_step(st, tb, actions):
         if st.game_over[i]:
             continue
         action = actions[i]
-        if not _is_legal(st, tb, i, action):
+        if not is_legal(st, tb, i, action):
             bad += 1
             continue
-        _apply(st, tb, i, action)
+        apply_action(st, tb, i, action)
     return bad
 
 
-@_jit
+@jit
 def batch_reset(st, tb, games, perms):
     """Start a new game in each of `games` (indices), round 0 dealt from perms[j] for games[j];
     need_perm is raised so that the wrapper draws each game's next permutation."""
@@ -740,8 +740,8 @@ def batch_reset(st, tb, games, perms):
         _start_round(st, tb, i)
 
 
-@_jit
-def _popcount(word):
+@jit
+def popcount(word):
     count = 0
     while word != ZERO:
         word &= word - ONE
@@ -749,21 +749,21 @@ def _popcount(word):
     return count
 
 
-@_jit
+@jit
 def batch_random_actions(legal_words, uniforms, out):
     """For each game a uniformly random legal action: the int(u * k)-th of its k legal actions
     in ascending order (u = uniforms[i]); -1 where none is legal."""
     for i in range(legal_words.shape[0]):
         total = 0
         for k in range(legal_words.shape[1]):
-            total += _popcount(legal_words[i, k])
+            total += popcount(legal_words[i, k])
         if total == 0:
             out[i] = -1
             continue
         pick = int(uniforms[i] * total)
         for k in range(legal_words.shape[1]):
             word = legal_words[i, k]
-            here = _popcount(word)
+            here = popcount(word)
             if pick >= here:
                 pick -= here
                 continue
@@ -777,7 +777,7 @@ def batch_random_actions(legal_words, uniforms, out):
 
 
 # ---------------------------------------------------------------------------- observations
-@_jit
+@jit
 def _board(row, base, src, size):
     """row[base:base + size] = src[:size] as 0.0 / 1.0, branch-free, with unsigned indices
     (numba checks every signed index for wraparound, which keeps LLVM from vectorizing the
@@ -786,13 +786,13 @@ def _board(row, base, src, size):
         row[base + np.uint64(t)] = np.float32(src[t])
 
 
-@_jit
+@jit
 def _clear(row, start, stop):
     for j in range(start, stop):
         row[j] = np.float32(0.0)
 
 
-@_jit
+@jit
 def batch_observe(st, tb, ob, out):
     """Every game's observation for its seat to move into out (N, observation size) float32,
     exactly `Encoder.observe(engine, engine.current)`; all zero for a finished game.
@@ -855,7 +855,7 @@ def batch_observe(st, tb, ob, out):
         row[start[O_CENTER] + np.uint64(st.center[i])] = one
 
 
-@_jit
+@jit
 def batch_privileged(st, tb, pv, out):
     """Every game's privileged vector for its seat to move into out (N, privileged size)
     float32, exactly `Encoder.privileged(engine, engine.current)`: the opponents' hands,
