@@ -175,10 +175,10 @@ def heuristic_scores(st, tb, weights, i, legal, out, counts):
             end_a, end_b = tb.tile_lo[t], tb.tile_hi[t]
         keep_a, keep_b = held[end_a] - 1, held[end_b] - 1
         value = float(tb.points[t]) * (2.0 if danger else 1.0)
-        other = weights[H_FOLLOW] * keep_b + weights[H_VOID_END] * opp_void[end_b]
-        if not normal:
-            out[a] = value + other
+        if not normal:  # summed in HeuristicPolicy.scores's order: the same float64 result
+            out[a] = value + weights[H_FOLLOW] * keep_b + weights[H_VOID_END] * opp_void[end_b]
             continue
+        other = weights[H_FOLLOW] * keep_b + weights[H_VOID_END] * opp_void[end_b]
         if st.open_count[i, end_a] == 1:
             value -= weights[H_KEEP] * keep_a
         if end_a == end_b:  # a double on an open end starts a chicken foot (R9)

@@ -929,10 +929,12 @@ class KernelBatch:
             perms[j] = self._ahead[game, 0]  # R3/R4: round 0's shuffle, as Engine._start_round
         self._ahead_pos[games] = 1
         batch_reset(self.state, self.tables, games, perms)
-        self._refill()
+        self.refill()
 
-    def _refill(self) -> None:
-        """Give every game whose `next_perm` was used its next round's permutation."""
+    def refill(self) -> None:
+        """Give every game whose `next_perm` was used its next round's permutation: after
+        anything that can end a round outside `step` (`cf_env.agents.kernel_bots.batch_advance`),
+        before the next round can end."""
         need = self.state.need_perm
         if need.any():
             games = np.flatnonzero(need)
@@ -986,7 +988,7 @@ class KernelBatch:
         self.rngs[game] = rng
         self._ahead_pos[game] = self._rows.shape[0]  # draw the next shuffles from the copy
         st.need_perm[game] = True
-        self._refill()
+        self.refill()
 
     def legal(self) -> np.ndarray:
         """(N, W) uint64 legal bitsets (`Engine.legal_bits` per game)."""
@@ -1030,7 +1032,7 @@ class KernelBatch:
                                      f"seat {int(self.state.current[game])}; legal: {legal}; no "
                                      "game of the batch was changed")
         batch_step(self.state, self.tables, actions)
-        self._refill()
+        self.refill()
 
     def legal_mask(self) -> np.ndarray:
         """(N, num_actions) bool masks of the legal actions."""
