@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 import pytest
-from test_kernel import CONFIGS, GAMES, differential, run_without_jit
+from test_kernel import differential
+from variants import CONFIGS, GAMES, run_without_jit
 
 from cf_env import ChickenFootConfig, Engine
 from cf_env.core.kernel import KernelBatch, priv_tables
