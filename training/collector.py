@@ -1,19 +1,23 @@
 """The self-play collector: many games stepped in one process, every learner decision of every
 game batched into one forward pass (`training.selfplay` trains on what it collects).
 
-Each game is a `cf_env.Engine` with one `SeatView` per seat. At a game's start every seat is,
-independently, an opponent with probability `selfplay.pool_share` (a bot or a frozen past
-learner, drawn with the `opponents.*` weights) or else a *learner seat*, played by the current
-policy; at least one seat per game is a learner seat, and the learner's seats differ from game
-to game, so seat effects average out. `Engine.advance` plays every forced decision and every
-fast-path bot's choice (`act_bits`: greedy, random) inline; observation-reading opponents
-(heuristic, snapshots through `NumpyPolicy`) are asked with their `act(obs)`; the advance stops
-at a learner seat's real choice (two or more legal actions). So between two collector steps
-every game waits at a learner decision, and one step is: every game's observation, legal mask
-and (for the critic) privileged vector written into preallocated batch rows, ONE batched forward
-of the actor and the critic, a sample from each masked categorical (Gumbel-max with the
-collector's own seeded torch Generator: never a global RNG), and each game stepped and advanced
-to its next learner decision.
+The games are one `cf_env.core.kernel.KernelBatch` (the compiled rules core). At a game's start
+every seat is, independently, an opponent with probability `selfplay.pool_share` (a bot or a
+frozen past learner, drawn with the `opponents.*` weights) or else a *learner seat*, played by the
+current policy; at least one seat per game is a learner seat, and the learner's seats differ from
+game to game, so seat effects average out. The bots that have a compiled form (`random`,
+`greedy`, `heuristic`: `cf_env.agents.kernel_bots`) and every forced decision are played inside
+the compiled code (`batch_advance`); other opponents (snapshots through `NumpyPolicy`, any other
+spec) are asked with their `act(obs)`. So between two collector steps every game waits at a
+learner seat's real choice (two or more legal actions), and one step is: every game's
+observation, legal mask and (for the critic) privileged vector written by compiled code into
+the batch rows, ONE batched forward of the actor and the critic, a sample from each masked
+categorical (Gumbel-max with the collector's own seeded torch Generator: never a global RNG), one
+batched step, and the games advanced to their next learner decisions.
+
+The compiled bots choose what the Python bots choose, ties broken on a per-game splitmix64
+stream (`_Game.bot_seed`) instead of each bot's numpy Generator; tests/training/test_selfplay.py
+replays collected games through the AEC env with the bots' Python twins on that stream.
 
 A *learner decision* is one such transition: forced decisions are never recorded (as in the
 SB3 path, `env.learner_skip_forced`). `num_games x rollout_steps` of them make a rollout.
@@ -27,7 +31,7 @@ game; with `env.episode: round` (the default) the chain's episode ends there (`d
 `"game"` at the game's end. A chain still open when the rollout ends is *bootstrapped* with the
 critic's value of that seat's current view (its observation and privileged vector now): the
 simplest exact choice (nothing carries over between rollouts, so every rollout is a complete
-dataset), at the cost of one extra batched critic pass per rollout. GAE (`compute_gae`) is one
+dataset), at the cost of one extra batched critic pass per seat per rollout. GAE (`compute_gae`) is one
 reverse pass over the buffer following the links (`next[i] > i` always).
 
 Privileged vector (the critic's extra input, training only; `Encoder.privileged`, laid out by
@@ -35,10 +39,9 @@ Privileged vector (the critic's extra input, training only; `Encoder.privileged`
 neighbour first, clockwise: (n-1)*T bits) and the boneyard's contents (T bits). The actor never reads it (`tests/training/test_selfplay.py` swaps hidden tiles and
 checks the actor's output is unchanged).
 
-Speed: no per-decision numpy allocation that can be avoided: observations are written straight
-into the batch row (`SeatView.observe(out=...)`), masks are made for the whole batch by one
-`np.unpackbits` over the legal bitsets' bytes (`cf_env.core.actions.legal_masks`), the
-privileged rows by two numpy calls each. Measured figures are in `training/selfplay.py`'s docstring.
+Speed: the rules, the bots, the observations, masks and privileged rows are compiled code over
+the whole batch; what is left in Python per step is the forward pass, the sample and the
+bookkeeping of chains. Figures are in docs/speed/training.md.
 """
 
 from __future__ import annotations
@@ -48,11 +51,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from cf_env.agents.policies import legal_fast_path, load_policy
-from cf_env.core.actions import legal_masks
+from cf_env.agents.kernel_bots import (
+    BOT_KINDS,
+    GAME_OVER,
+    OUTSIDE,
+    ROUND_ENDED,
+    batch_advance,
+    bot_scratch,
+    heuristic_weights,
+)
+from cf_env.agents.policies import load_policy
 from cf_env.core.config import ChickenFootConfig, DriverOptions
-from cf_env.core.engine import Engine
-from cf_env.core.observation import Encoder, SeatView, privileged_layout
+from cf_env.core.kernel import KernelBatch
+from cf_env.core.observation import privileged_layout
 from cf_env.core.rewards import game_rewards, round_rewards, win_bonus
 
 from .checkpoints import NumpyPolicy, load_ppo_policy, read_card
@@ -120,20 +131,16 @@ def compute_gae(r: Rollout, gamma: float, lam: float) -> None:
 
 
 class _Game:
-    """One game in the collector: its engine, who plays each seat, and each learner seat's open
-    chain (index of its last transition in the current rollout, -1 when none is open)."""
+    """Who plays one game of the collector: its seed (the AEC env's `reset(seed=...)` replays
+    it), the seed of its compiled bots' tie-break stream, and per seat a learner, a compiled
+    bot (`kinds`) or a Python policy (`policies`: snapshots, specs without a compiled form)."""
 
-    __slots__ = ("engine", "views", "policies", "choosers", "learners", "open", "seed")
+    __slots__ = ("seed", "bot_seed", "policies")
 
-    def __init__(self, config: ChickenFootConfig, encoder: Encoder, skip_forced: bool = False):
-        n = config.num_players
-        self.engine = Engine(config, seed=0, skip_forced=skip_forced)
-        self.views = [SeatView(encoder) for _ in range(n)]
-        self.policies: list = [LEARNER] * n
-        self.choosers: list = [None] * n
-        self.learners: list[bool] = [True] * n
-        self.open: list[int] = [-1] * n
-        self.seed = -1  # the game seed (`_new_game`)
+    def __init__(self, players: int):
+        self.seed = -1
+        self.bot_seed = 0
+        self.policies: list = [LEARNER] * players
 
 
 class Collector:
@@ -161,7 +168,8 @@ class Collector:
         options: DriverOptions | None = None,
     ):
         self.config = config
-        # The driver options of `env.rules` (reward_mode, skip_forced; illegal actions raise).
+        # The driver options of `env.rules` (reward_mode; illegal actions raise). Forced
+        # decisions are never recorded, whatever skip_forced says: the games skip them.
         self.options = options if options is not None else DriverOptions()
         self.num_games = num_games
         self.pool_share = float(pool_share)
@@ -176,19 +184,25 @@ class Collector:
         self.episode = episode
         self.rng = np.random.default_rng(seed)
         self.generator = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
-        self.encoder = Encoder(config)
-        self.obs_size = self.encoder.layout.size
+        self.batch = KernelBatch(config, num_games)
+        self.obs_size = self.batch.obs_tables.size
         self.priv_size = privileged_size(config)
         self.num_actions = config.num_actions
+        n = config.num_players
+        self.kinds = np.zeros((num_games, n), np.int8)  # OUTSIDE: a learner or Python policy
+        self.learners = np.ones((num_games, n), bool)
+        self.open = np.full((num_games, n), -1, np.int64)  # each chain's last transition
+        self.bot_rng = np.zeros(num_games, np.uint64)
+        self.stop = np.zeros(num_games, np.int8)
+        self.weights = heuristic_weights()
+        self.scratch = bot_scratch(config)
         self._built: dict[tuple[int, int, str], object] = {}
         for path in snapshots:
             self.add_snapshot(path)
-        self.games = [
-            _Game(config, self.encoder, self.options.skip_forced) for _ in range(num_games)
-        ]
+        self.games = [_Game(n) for _ in range(num_games)]
         for game in range(num_games):
             self._new_game(game)
-            self._advance(game)
+        self._advance(None)
         # Statistics of the current rollout (reset by `collect`).
         self.wins: list[float] = []
         self.rounds = 0
@@ -232,89 +246,107 @@ class Collector:
 
     # ------------------------------------------------------------------ games
     def _new_game(self, index: int) -> None:
-        """Deal a new game with a fresh seed and draw who plays each seat."""
+        """Deal a new game with a fresh seed and draw who plays each seat: the bots that have a
+        compiled form (`cf_env.agents.kernel_bots.BOT_KINDS`) play inside the batch, other specs
+        and snapshots through their `act(obs)`."""
         game, rng, n = self.games[index], self.rng, self.config.num_players
         names, cumulative = self.entries()
         opponent = [rng.random() < self.pool_share for _ in range(n)]
         if all(opponent):  # at least one learner seat per game
             opponent[int(rng.integers(n))] = False
         for seat in range(n):
+            self.kinds[index, seat] = OUTSIDE
+            self.learners[index, seat] = not opponent[seat]
+            self.open[index, seat] = -1
+            game.policies[seat] = LEARNER
             if opponent[seat]:
                 u = rng.random()
                 k = 0
                 while k < len(cumulative) - 1 and u >= cumulative[k]:
                     k += 1
+                if names[k] in BOT_KINDS:
+                    self.kinds[index, seat] = BOT_KINDS[names[k]]
+                    continue
                 policy = self._policy(index, seat, names[k])
                 if callable(getattr(policy, "reset", None)):
                     policy.reset()
                 game.policies[seat] = policy
-                game.choosers[seat] = legal_fast_path(policy)
-                game.learners[seat] = False
-            else:
-                game.policies[seat] = LEARNER
-                game.choosers[seat] = None
-                game.learners[seat] = True
-            game.open[seat] = -1
         # A game seed, turned into the engine's seed as `cf_env.raw_env().reset(seed=...)` does,
         # so any collected game replays through the AEC env from its `seed`.
         game.seed = int(rng.integers(2**63))
-        game.engine.reset(int(np.random.default_rng(game.seed).integers(2**63)))
+        game.bot_seed = int(rng.integers(2**63))
+        self.bot_rng[index] = game.bot_seed
+        engine_seed = int(np.random.default_rng(game.seed).integers(2**63))
+        self.batch.reset([engine_seed], games=[index])
 
-    def _advance(self, index: int, buffer: _Buffer | None = None) -> None:
-        """Play the game until a learner seat has a real choice (re-dealing finished games)."""
-        game = self.games[index]
-        engine, choosers, learners = game.engine, game.choosers, game.learners
+    def _advance(self, buffer: _Buffer | None) -> None:
+        """Play every game until a learner seat has a real choice: bots and forced decisions
+        inside the batch (`batch_advance`), Python opponents asked here; rounds paid as they
+        end, finished games re-dealt."""
+        batch, st, stop = self.batch, self.batch.state, self.stop
+        scores, counts = self.scratch
         while True:
-            finished = engine.advance(-1, choosers)
-            if not finished:
-                if engine.game_over:  # no round to pay (an engine reset that ended the game)
-                    self._new_game(index)
-                    continue
-                seat = engine.current
-                if learners[seat]:
-                    return
-                obs = {"observation": game.views[seat].observe(engine, seat),
-                       "action_mask": engine.legal_action_mask()}
-                finished = engine.step(game.policies[seat].act(obs))
-            if finished:
-                self._rounds_ended(index, finished, buffer)
-                if engine.game_over:
-                    self._new_game(index)
+            batch_advance(st, batch.tables, self.weights, self.kinds, self.bot_rng, True,
+                          batch.legal_words, stop, scores, counts)
+            batch.refill()
+            ended = np.flatnonzero(stop == ROUND_ENDED)
+            for i in ended.tolist():
+                self._round_ended(i, buffer)
+            over = np.flatnonzero(stop == GAME_OVER)  # over at its deal: no round to pay
+            for i in over.tolist():
+                self._new_game(i)
+            if ended.size or over.size:
+                continue
+            waiting = np.flatnonzero(~self.learners[np.arange(self.num_games), st.current])
+            if not waiting.size:
+                return
+            # Python opponents with a real choice (forced ones were played in the batch).
+            observations, masks = batch.observe(), batch.legal_mask()
+            actions = [self.games[i].policies[st.current[i]].act(
+                {"observation": observations[i].copy(), "action_mask": masks[i].astype(np.int8)})
+                for i in waiting.tolist()]
+            batch.step_games(waiting, np.asarray(actions, np.int64))
+            for i in waiting[st.round_ended[waiting]].tolist():
+                self._round_ended(i, buffer)
 
-    def _rounds_ended(self, index: int, finished: list[list[int]], buffer: _Buffer | None) -> None:
+    def _round_ended(self, index: int, buffer: _Buffer | None) -> None:
         """Pay every learner seat its round reward on its chain's last transition; close the
-        chain at the episode's end; count the learner seats' wins."""
-        game, cfg, n = self.games[index], self.config, self.config.num_players
+        chain at the episode's end; count the learner seats' wins; re-deal a finished game."""
+        st, cfg, n = self.batch.state, self.config, self.config.num_players
         mode = self.options.reward_mode
-        for points in finished:
-            rewards = round_rewards(cfg, mode, points)
-            low = min(points)
-            winners = [s for s in range(n) if points[s] == low]
-            if self.win_bonus:
-                rewards = [r + b for r, b in zip(rewards, win_bonus(points, self.win_bonus))]
-            if game.engine.game_over and points is finished[-1]:
-                rewards = [a + b for a, b in zip(rewards, game_rewards(cfg, mode, game.engine.winners))]
-            ends = self.episode == "round" or (game.engine.game_over and points is finished[-1])
-            self.rounds += 1
-            for seat in range(n):
-                if not game.learners[seat]:
-                    continue
-                self.wins.append(1.0 / len(winners) if seat in winners else 0.0)
-                last = game.open[seat]
-                if last >= 0 and buffer is not None:
-                    buffer.reward[last] += rewards[seat]
-                    if ends:
-                        buffer.done[last] = True
-                        game.open[seat] = -1
+        points = st.round_points[index].tolist()
+        game_over = bool(st.game_over[index])
+        rewards = round_rewards(cfg, mode, points)
+        low = min(points)
+        winners = [s for s in range(n) if points[s] == low]
+        if self.win_bonus:
+            rewards = [r + b for r, b in zip(rewards, win_bonus(points, self.win_bonus))]
+        if game_over:
+            game_winners = np.flatnonzero(st.winners[index]).tolist()
+            rewards = [a + b for a, b in zip(rewards, game_rewards(cfg, mode, game_winners))]
+        ends = self.episode == "round" or game_over
+        self.rounds += 1
+        for seat in range(n):
+            if not self.learners[index, seat]:
+                continue
+            self.wins.append(1.0 / len(winners) if seat in winners else 0.0)
+            last = self.open[index, seat]
+            if last >= 0 and buffer is not None:
+                buffer.reward[last] += rewards[seat]
+                if ends:
+                    buffer.done[last] = True
+                    self.open[index, seat] = -1
+        if game_over:
+            self._new_game(index)
 
     # ------------------------------------------------------------------ batch rows
-    def write_state(self, engine: Engine, view: SeatView, seat: int, state_row: np.ndarray) -> None:
-        """Write the seat's observation (through its kept `view`) and, with a privileged critic,
-        its privileged vector into `state_row`."""
+    def write_states(self, batch: KernelBatch, rows: np.ndarray, seats=None) -> None:
+        """Write each game's observation for its seat to move (or seats[i]) and, with a
+        privileged critic, its privileged vector into rows (num_games, state width)."""
         d = self.obs_size
-        view.observe(engine, seat, out=state_row[:d])
+        rows[:, :d] = batch.observe(seats=seats)
         if self.privileged:
-            self.encoder.privileged(engine, seat, out=state_row[d:])
+            rows[:, d:] = batch.privileged(seats=seats)
 
     # ------------------------------------------------------------------ collecting
     @torch.no_grad()
@@ -324,55 +356,46 @@ class Collector:
         width = d + (self.priv_size if self.privileged else 0)
         buf = _Buffer(steps * g, width, self.num_actions)
         self.wins, self.rounds = [], 0
-        for game in self.games:
-            game.open = [-1] * len(game.open)
-        games = self.games
+        self.open.fill(-1)
+        batch, st = self.batch, self.batch.state
+        every = np.arange(g)
         for step in range(steps):
             base = step * g
             rows = buf.state[base : base + g]
-            legal = []
-            for i, game in enumerate(games):
-                seat = game.engine.current
-                self.write_state(game.engine, game.views[seat], seat, rows[i])
-                legal.append(game.engine.legal_bits())
-                buf.game[base + i] = i
-                buf.seat[base + i] = seat
-            buf.mask[base : base + g] = legal_masks(legal, self.num_actions)
+            self.write_states(batch, rows)
+            buf.mask[base : base + g] = batch.legal_mask()
+            seats = st.current.copy()
+            buf.game[base : base + g] = every
+            buf.seat[base : base + g] = seats
             x = torch.from_numpy(rows)
             mask = torch.from_numpy(buf.mask[base : base + g])
             actions, logp = sample_masked(actor(x[:, :d]), mask, self.generator)
             buf.value[base : base + g] = critic(x).squeeze(1).numpy()
             buf.logp[base : base + g] = logp.numpy()
-            chosen = actions.tolist()
+            chosen = actions.numpy()
             buf.action[base : base + g] = chosen
-            for i, game in enumerate(games):
-                engine, index = game.engine, base + i
-                seat = engine.current
-                previous = game.open[seat]
-                if previous >= 0:
-                    buf.next[previous] = index
-                game.open[seat] = index
-                finished = engine.step(chosen[i])
-                if finished:
-                    self._rounds_ended(i, finished, buf)
-                    if engine.game_over:
-                        self._new_game(i)
-                self._advance(i, buf)
+            previous = self.open[every, seats]
+            linked = previous >= 0
+            buf.next[previous[linked]] = base + every[linked]
+            self.open[every, seats] = base + every
+            batch.step(chosen)
+            for i in np.flatnonzero(st.round_ended).tolist():
+                self._round_ended(i, buf)
+            self._advance(buf)
         self._bootstrap(critic, buf)
         return buf.rollout()
 
     def _bootstrap(self, critic: torch.nn.Module, buf: _Buffer) -> None:
-        """Critic values of each open chain's seat at the rollout's end (see the docstring)."""
-        open_ = [(game, seat, last) for game in self.games
-                 for seat, last in enumerate(game.open) if last >= 0]
-        if not open_:
-            return
-        rows = np.zeros((len(open_), buf.state.shape[1]), dtype=np.float32)
-        for k, (game, seat, _) in enumerate(open_):
-            self.write_state(game.engine, game.views[seat], seat, rows[k])
-        values = critic(torch.from_numpy(rows)).squeeze(1).numpy()
-        for k, (_, _, last) in enumerate(open_):
-            buf.boot[last] = values[k]
+        """Critic values of each open chain's seat at the rollout's end (see the docstring):
+        one batch of rows per seat."""
+        for seat in range(self.config.num_players):
+            games = np.flatnonzero(self.open[:, seat] >= 0)
+            if not games.size:
+                continue
+            rows = np.zeros((self.num_games, buf.state.shape[1]), dtype=np.float32)
+            self.write_states(self.batch, rows, seats=np.full(self.num_games, seat, np.int32))
+            values = critic(torch.from_numpy(rows[games])).squeeze(1).numpy()
+            buf.boot[self.open[games, seat]] = values
 
 
 def rollout_fields(size: int, width: int, num_actions: int) -> dict[str, tuple[type, tuple]]:

@@ -76,15 +76,16 @@ Hot loop: `batch_legal(state, tables, out_words)` writes every game's legal bits
 `Engine.legal_bits()`, R6-R9; zero once the game is over) and `batch_step(state, tables, actions)`
 applies one action per game for the seat to move (R8-R11, R12 scoring and R13 winners at the
 ends, the next round's deal and R5 start included). `batch_observe(state, tables, obs_tables,
-out)` writes every game's observation for its seat to move, (N, observation size) float32,
-bit for bit `Encoder.observe(engine, engine.current)` (what the env's and the collector's
-`SeatView` return; zeros once the game is over); `obs_tables(config)` (`ObsTables`) holds each
+seats, out)` writes every game's observation for seat seats[i] (the seat to move, in
+`KernelBatch.observe` unless told otherwise), (N, observation size) float32, bit for bit
+`Encoder.observe(engine, seat)` (what the env's and `SeatView` return; zeros once the game is
+over); `obs_tables(config)` (`ObsTables`) holds each
 piece's start and stop in the row and the divisor of the count pieces, read from
 `observation_layout(config)` and the Encoder's divisors, so that the layout is stated in
 cf_env/core/observation.py only. tests/core/test_kernel_observation.py checks every decision of
 the differential's games against the Encoder. `batch_privileged(state, tables, priv_tables,
-out)` writes the critic's privileged vector the same way, (N, privileged size) float32, bit for
-bit `Encoder.privileged(engine, engine.current)` (the opponents' hands egocentric, then the
+seats, out)` writes the critic's privileged vector the same way, (N, privileged size) float32,
+bit for bit `Encoder.privileged(engine, seat)` (the opponents' hands egocentric, then the
 boneyard's tiles; zeros once the game is over), its offsets read from `privileged_layout(config)`
 by `priv_tables(config)` (`PrivTables`); tests/core/test_kernel_privileged.py checks it. Everything here also runs as plain Python
 under NUMBA_DISABLE_JIT=1 (the same functions).
@@ -719,6 +720,25 @@ def batch_step(st, tb, actions):
 
 
 @jit
+def games_first_illegal(st, tb, games, actions):
+    """The first j whose actions[j] is not legal in game games[j] (over or not), or -1."""
+    for j in range(games.shape[0]):
+        if not is_legal(st, tb, games[j], actions[j]):
+            return j
+    return -1
+
+
+@jit
+def games_step(st, tb, games, actions):
+    """Apply actions[j] in game games[j] (each legal: `games_first_illegal` first), the other
+    games untouched; round_ended is set or cleared for the stepped games only."""
+    for j in range(games.shape[0]):
+        i = games[j]
+        st.round_ended[i] = False
+        apply_action(st, tb, i, actions[j])
+
+
+@jit
 def batch_reset(st, tb, games, perms):
     """Start a new game in each of `games` (indices), round 0 dealt from perms[j] for games[j];
     need_perm is raised so that the wrapper draws each game's next permutation."""
@@ -793,9 +813,10 @@ def _clear(row, start, stop):
 
 
 @jit
-def batch_observe(st, tb, ob, out):
-    """Every game's observation for its seat to move into out (N, observation size) float32,
-    exactly `Encoder.observe(engine, engine.current)`; all zero for a finished game.
+def batch_observe(st, tb, ob, seats, out):
+    """Every game's observation for seat seats[i] into out (N, observation size) float32,
+    exactly `Encoder.observe(engine, seats[i])` (the drawn tile shown only to the seat to move);
+    all zero for a finished game.
 
     Each count piece is the float64 quotient count / divisor rounded to float32, as Encoder
     writes it; the 0/1 boards are written whole without branches, and only the one-hot pieces
@@ -813,7 +834,7 @@ def batch_observe(st, tb, ob, out):
             continue
         for piece in (O_PLAYABLE, O_FOOT, O_DRAWN, O_ROUND, O_CENTER):  # the one-hot pieces
             _clear(row, start[piece], stop[piece])
-        seat = st.current[i]
+        seat = seats[i]
         hand = start[O_HAND]
         for k in range(st.hands.shape[2]):  # tile t is bit 2t: word k holds tiles 32k..32k+31
             word = st.hands[i, seat, k]
@@ -837,7 +858,7 @@ def batch_observe(st, tb, ob, out):
                 row[playable + np.uint64(v)] = np.float32(st.open_count[i, v] > 0)
         row[start[O_SPINNER]] = np.float32(st.spinner_empty[i] / div[O_SPINNER])
         row[start[O_TOES]] = np.float32(st.toes_left[i] / div[O_TOES])
-        if st.drawn_tile[i] >= 0:
+        if st.drawn_tile[i] >= 0 and seat == st.current[i]:
             row[start[O_DRAWN] + np.uint64(st.drawn_tile[i])] = one
         row[start[O_BONEYARD]] = np.float32((count - st.bone_pos[i]) / div[O_BONEYARD])
         for k in range(n):  # egocentric: self, then clockwise
@@ -856,9 +877,9 @@ def batch_observe(st, tb, ob, out):
 
 
 @jit
-def batch_privileged(st, tb, pv, out):
-    """Every game's privileged vector for its seat to move into out (N, privileged size)
-    float32, exactly `Encoder.privileged(engine, engine.current)`: the opponents' hands,
+def batch_privileged(st, tb, pv, seats, out):
+    """Every game's privileged vector for seat seats[i] into out (N, privileged size) float32,
+    exactly `Encoder.privileged(engine, seats[i])`: the opponents' hands,
     egocentric (left neighbour first, clockwise), then 1 for each tile in the boneyard (neither
     on the table nor in a hand); all zero for a finished game. As batch_observe: unsigned
     positions, every board written whole without branches, the per-game loop inside."""
@@ -871,7 +892,7 @@ def batch_privileged(st, tb, pv, out):
         if st.game_over[i]:
             _clear(row, np.uint64(0), np.uint64(row.shape[0]))
             continue
-        seat = st.current[i]
+        seat = seats[i]
         for k in range(st.hands.shape[2]):  # tile t is bit 2t: word k holds tiles 32k..32k+31
             tiles = k32 * np.uint64(k)
             width = np.uint64(min(32, count - 32 * k))
@@ -995,23 +1016,35 @@ class KernelBatch:
         batch_legal(self.state, self.tables, self.legal_words)
         return self.legal_words
 
-    def observe(self, out: np.ndarray | None = None) -> np.ndarray:
-        """(N, observation size) float32: each game's observation for its seat to move
-        (`Encoder.observe(engine, engine.current)`; zeros for a finished game), written into
-        `out` when given (C-contiguous, that shape and dtype), else into the batch's own buffer
-        (overwritten by the next call)."""
+    def observe(self, out: np.ndarray | None = None, seats: np.ndarray | None = None) -> np.ndarray:
+        """(N, observation size) float32: each game's observation for its seat to move, or for
+        seats[i] when given (`Encoder.observe(engine, seat)`; zeros for a finished game),
+        written into `out` when given (C-contiguous, that shape and dtype), else into the
+        batch's own buffer (overwritten by the next call)."""
         out = _rows_out(out, self.observations)
-        batch_observe(self.state, self.tables, self.obs_tables, out)
+        batch_observe(self.state, self.tables, self.obs_tables, self._seats(seats), out)
         return out
 
-    def privileged(self, out: np.ndarray | None = None) -> np.ndarray:
-        """(N, privileged size) float32: each game's privileged vector for its seat to move
-        (`Encoder.privileged(engine, engine.current)`; zeros for a finished game), written into
-        `out` when given (C-contiguous, that shape and dtype), else into the batch's own buffer
-        (overwritten by the next call)."""
+    def privileged(self, out: np.ndarray | None = None,
+                   seats: np.ndarray | None = None) -> np.ndarray:
+        """(N, privileged size) float32: each game's privileged vector for its seat to move, or
+        for seats[i] when given (`Encoder.privileged(engine, seat)`; zeros for a finished
+        game), written into `out` when given (C-contiguous, that shape and dtype), else into
+        the batch's own buffer (overwritten by the next call)."""
         out = _rows_out(out, self.privileged_rows)
-        batch_privileged(self.state, self.tables, self.priv_tables, out)
+        batch_privileged(self.state, self.tables, self.priv_tables, self._seats(seats), out)
         return out
+
+    def _seats(self, seats: np.ndarray | None) -> np.ndarray:
+        if seats is None:
+            return self.state.current
+        seats = np.asarray(seats)
+        players = self.config.num_players
+        if (seats.shape != (self.num_games,) or seats.dtype.kind not in "iu"
+                or (seats.size and (seats.min() < 0 or seats.max() >= players))):
+            raise ValueError(f"seats must be an integer array of shape ({self.num_games},) with "
+                             f"values in [0, {players}); got {seats.dtype} {seats.shape}")
+        return seats.astype(np.int32, copy=False)
 
     def step(self, actions: np.ndarray) -> None:
         """One action per game (ignored for finished games): an integer array of shape (N,).
@@ -1032,6 +1065,36 @@ class KernelBatch:
                                      f"seat {int(self.state.current[game])}; legal: {legal}; no "
                                      "game of the batch was changed")
         batch_step(self.state, self.tables, actions)
+        self.refill()
+
+    def step_games(self, games: np.ndarray, actions: np.ndarray) -> None:
+        """One action for each game of `games` (distinct indices of games not over), the others
+        untouched: the drivers that step only the games waiting for them (bots or a network
+        seat in some games, `cf_env.agents.kernel_bots.batch_advance`). The same checks as
+        `step`: a bad game index or action raises, no game changed."""
+        games, actions = np.asarray(games), np.asarray(actions)
+        if (games.ndim != 1 or actions.shape != games.shape or games.dtype.kind not in "iu"
+                or actions.dtype.kind not in "iu"):
+            raise ValueError("games and actions must be integer arrays of one shape (k,); got "
+                             f"{games.dtype} {games.shape} and {actions.dtype} {actions.shape}")
+        games = games.astype(np.int64, copy=False)
+        if games.size and (games.min() < 0 or games.max() >= self.num_games
+                           or np.unique(games).size != games.size):
+            raise ValueError(f"games must be distinct indices in [0, {self.num_games}); got "
+                             f"{games.tolist()}")
+        actions = actions.astype(np.int64, copy=False)
+        j = games_first_illegal(self.state, self.tables, games, actions)
+        if j >= 0:
+            game = int(games[j])
+            if self.state.game_over[game]:
+                raise IllegalActionError(f"game {game} is over: no action is legal; no game of "
+                                         "the batch was changed")
+            batch_legal(self.state, self.tables, self.legal_words)
+            legal = actions_in(words_to_int(self.legal_words[game]))
+            raise IllegalActionError(f"game {game}: action {int(actions[j])} is not legal for "
+                                     f"seat {int(self.state.current[game])}; legal: {legal}; no "
+                                     "game of the batch was changed")
+        games_step(self.state, self.tables, games, actions)
         self.refill()
 
     def legal_mask(self) -> np.ndarray:

@@ -14,10 +14,10 @@
 from __future__ import annotations
 
 import numpy as np
+from bot_twins import PythonBots, Stream
 from variants import CONFIGS, run_without_jit
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.agents.bots import GreedyPolicy, HeuristicPolicy
 from cf_env.agents.kernel_bots import (
     GAME_OVER,
     GREEDY,
@@ -25,7 +25,6 @@ from cf_env.agents.kernel_bots import (
     OUTSIDE,
     RANDOM,
     ROUND_ENDED,
-    TIE,
     WAITING,
     batch_advance,
     bot_action,
@@ -35,58 +34,6 @@ from cf_env.agents.kernel_bots import (
 )
 from cf_env.core.actions import actions_in
 from cf_env.core.kernel import KernelBatch, words_to_int
-from cf_env.core.observation import Encoder, ObservationDecoder
-
-MASK64 = 2**64 - 1
-
-
-class Stream:
-    """Python copy of kernel_bots.next_uniform (splitmix64) for one game."""
-
-    def __init__(self, seed: int):
-        self.x = seed & MASK64
-
-    def uniform(self) -> float:
-        self.x = (self.x + 0x9E3779B97F4A7C15) & MASK64
-        z = self.x
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        z ^= z >> 31
-        return (z >> 11) / 2.0**53
-
-
-class PythonBots:
-    """The Python bots' rules for one config, choosing as the compiled bots do."""
-
-    def __init__(self, config: ChickenFootConfig):
-        self.config = config
-        self.encoder = Encoder(config)
-        self.decoder = ObservationDecoder(config)
-        self.greedy = GreedyPolicy(config)
-        self.heuristic = HeuristicPolicy(config)
-
-    def heuristic_values(self, engine: Engine, plays: list[int]) -> np.ndarray:
-        observed = self.decoder.decode(self.encoder.observe(engine, engine.current))
-        return self.heuristic.scores(observed, np.array(plays))
-
-    def chooser(self, kind: int, engine: Engine, stream: Stream):
-        def tie(options: list[int]) -> int:
-            return options[0] if len(options) == 1 else options[int(stream.uniform() * len(options))]
-
-        def choose(legal: int) -> int:
-            actions = actions_in(legal)
-            if kind == RANDOM:
-                return actions[int(stream.uniform() * len(actions))]
-            if kind == GREEDY:
-                values = self.greedy.action_points[actions]
-                return tie([a for a, v in zip(actions, values) if v == values.max()])
-            plays = [a for a in actions if a < self.config.draw_action]
-            if not plays:
-                return actions[0]
-            values = self.heuristic_values(engine, plays)
-            return tie([a for a, v in zip(plays, values) if v >= values.max() - TIE])
-
-        return choose
 
 
 def twin_games(config: ChickenFootConfig, seeds: list[int], kind_seed: int,

@@ -34,7 +34,7 @@ class ObservationCheck:
                       for _ in range(num_games)]
         self.out = np.full((num_games, observation_layout(config).size), np.nan, np.float32)
         self.slices = self.encoder.layout.slices
-        self.seen = {"decisions": 0, "finished_rows": 0, "voids": 0, "played": 0, "drawn": 0}
+        self.seen = {"decisions": 0, "finished_rows": 0, "voids": 0, "played": 0, "drawn": 0, "other_seat": 0}
 
     def __call__(self, batch: KernelBatch, engines: list[Engine]) -> None:
         obs = batch.observe(self.out)
@@ -56,6 +56,14 @@ class ObservationCheck:
             self.seen["voids"] += bool(ref[s["opponent_voids"]].any())
             self.seen["played"] += bool(ref[s["opponent_played"]].any())
             self.seen["drawn"] += bool(ref[s["drawn_tile"]].any())
+        # Another seat's view of the same position (the collector's bootstrap rows): its hand,
+        # its egocentric order, no drawn tile (only the seat to move sees it).
+        others = ((batch.state.current + 1) % batch.config.num_players).astype(np.int32)
+        obs = batch.observe(self.out, seats=others)
+        for i, engine in enumerate(engines):
+            if not engine.game_over:
+                assert np.array_equal(obs[i], self.encoder.observe(engine, int(others[i])))
+                self.seen["other_seat"] += 1
 
 
 def observation_differential(config: ChickenFootConfig, seeds: list[int], action_seed: int) -> dict:
@@ -69,7 +77,8 @@ def test_kernel_observations_equal_the_encoders_at_every_decision_over_random_co
     warm.reset([0])
     warm.observe()
     warm.step(np.array([int(np.flatnonzero(warm.legal_mask()[0])[0])]))
-    totals = {"decisions": 0, "finished_rows": 0, "voids": 0, "played": 0, "drawn": 0}
+    totals = {"decisions": 0, "finished_rows": 0, "voids": 0, "played": 0, "drawn": 0,
+              "other_seat": 0}
     start = time.perf_counter()
     for k, cfg in enumerate(CONFIGS):
         seeds = [1000 * k + j for j in range(GAMES[cfg.max_pips])]

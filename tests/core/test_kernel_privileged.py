@@ -32,7 +32,7 @@ class PrivilegedCheck:
         self.encoder = Encoder(config)
         self.out = np.full((num_games, privileged_layout(config).size), np.nan, np.float32)
         self.slices = self.encoder.privileged_layout.slices
-        self.seen = {"decisions": 0, "finished_rows": 0, "boneyard": 0, "empty_boneyard": 0}
+        self.seen = {"decisions": 0, "finished_rows": 0, "boneyard": 0, "empty_boneyard": 0, "other_seat": 0}
 
     def __call__(self, batch: KernelBatch, engines: list[Engine]) -> None:
         self.out.fill(np.nan)
@@ -54,6 +54,12 @@ class PrivilegedCheck:
             bone = bool(ref[s["boneyard"]].any())
             self.seen["boneyard"] += bone
             self.seen["empty_boneyard"] += not bone
+        others = ((batch.state.current + 1) % batch.config.num_players).astype(np.int32)
+        rows = batch.privileged(self.out, seats=others)  # another seat's hidden information
+        for i, engine in enumerate(engines):
+            if not engine.game_over:
+                assert np.array_equal(rows[i], self.encoder.privileged(engine, int(others[i])))
+                self.seen["other_seat"] += 1
 
 
 def privileged_differential(config: ChickenFootConfig, seeds: list[int], action_seed: int) -> dict:
@@ -66,7 +72,8 @@ def test_kernel_privileged_equals_the_encoders_at_every_decision_over_every_conf
     warm = KernelBatch(ChickenFootConfig(), 1)  # compile (or load the cache) before timing
     warm.reset([0])
     warm.privileged()
-    totals = {"decisions": 0, "finished_rows": 0, "boneyard": 0, "empty_boneyard": 0}
+    totals = {"decisions": 0, "finished_rows": 0, "boneyard": 0, "empty_boneyard": 0,
+              "other_seat": 0}
     start = time.perf_counter()
     for k, cfg in enumerate(CONFIGS):
         seeds = [1000 * k + j for j in range(GAMES[cfg.max_pips])]

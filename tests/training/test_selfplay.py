@@ -18,9 +18,11 @@ try:  # pytest.importorskip's skip, written so that the imports below may follow
 except ImportError as missing:
     pytest.skip(f"{missing}: needs the train extra: pip install -e '.[train]'", allow_module_level=True)
 
+from bot_twins import PythonBots, Stream
+
 from cf_env import ChickenFootConfig
 from cf_env.core.engine import Engine
-from cf_env.core.observation import SeatView
+from cf_env.core.kernel import KernelBatch
 from cf_env.envs.env import raw_env
 from training import checkpoints as ckpt
 from training import ppo
@@ -59,50 +61,74 @@ def make_collector(games: int = 3, pool_share: float = 0.5, seed: int = 1, **kw)
 def test_i13_collector_trajectories_replay_through_the_aec_env():
     """Every recorded transition is what the AEC env shows that seat at that decision (same
     observation, mask), the action is the one the game played, and each round's reward sits on
-    the seat's last transition of the round, equal to the AEC env's reward."""
+    the seat's last transition of the round, equal to the AEC env's reward. The opponents'
+    moves are replayed by the compiled bots' Python twins (tests/bot_twins.py) on the game's
+    bot stream: the replay only goes through if the collector's games are the AEC env's."""
     collector = make_collector()
     actor, critic = small_nets(ChickenFootConfig())
     seeds = [g.seed for g in collector.games]
     roll = collector.collect(actor, critic, steps=40)
     assert [g.seed for g in collector.games] == seeds, "a game was re-dealt: shorten the test"
     d = collector.obs_size
-    checked_rewards = 0
+    twins = PythonBots(collector.config)
+    checked_rewards = bot_moves = 0
     for i, game in enumerate(collector.games):
         rows = np.flatnonzero(roll.game == i).tolist()
         assert len(rows) == 40
         env = raw_env()
         env.reset(seed=game.seed)
-        history = game.engine.history
+        stream = Stream(game.bot_seed)
         k = 0  # next recorded transition of this game
         last_of_seat: dict[int, int] = {}
-        for _, seat, action in history:
+        while k < len(rows):
             agent = env.agent_selection
-            assert agent == env.agents[seat]
+            seat = env.agents.index(agent)
             obs = env.observe(agent)
-            if game.learners[seat] and obs["action_mask"].sum() >= 2:
+            legal = np.flatnonzero(obs["action_mask"])
+            if len(legal) == 1:
+                action = int(legal[0])
+            elif collector.learners[i, seat]:
                 row = rows[k]
                 k += 1
                 assert roll.seat[row] == seat
                 np.testing.assert_array_equal(roll.state[row, :d], obs["observation"])
                 np.testing.assert_array_equal(roll.mask[row], obs["action_mask"].astype(bool))
-                assert roll.action[row] == action
+                action = int(roll.action[row])
                 if seat in last_of_seat:
                     assert roll.next[last_of_seat[seat]] == row  # chain links follow the seat
                 last_of_seat[seat] = row
+            else:
+                engine = env.unwrapped.engine
+                choose = twins.chooser(int(collector.kinds[i, seat]), engine, stream)
+                action = choose(engine.legal_bits())
+                bot_moves += 1
             env.step(action)
             if any(env.rewards.values()):  # a round ended: compare each learner seat's reward
                 for s, name in enumerate(env.agents):
-                    if game.learners[s] and s in last_of_seat:
+                    if collector.learners[i, s] and s in last_of_seat:
                         row = last_of_seat.pop(s)
                         assert roll.done[row]
                         assert roll.reward[row] == pytest.approx(env.rewards[name], abs=1e-6)
                         checked_rewards += 1
-        assert k == len(rows)
-    assert checked_rewards >= 3
+    assert checked_rewards >= 3 and bot_moves > 10
     assert not roll.reward[~roll.done].any()  # episode = round: rewards only at its end
-    # Open chains are bootstrapped; GAE follows the links.
+    # Open chains are bootstrapped with the critic's value of the seat's view now; GAE follows
+    # the links.
+    assert roll.boot[roll.next < 0].any()
     compute_gae(roll, 0.99, 0.95)
     assert np.isfinite(roll.advantage).all()
+
+
+def test_collector_plays_opponents_without_a_compiled_form_through_their_act():
+    """A spec that is not a compiled bot's name (here the random bot by its module path) plays
+    through `act(obs)`: its seats are never learner rows, and the rollout stays legal."""
+    collector = Collector(ChickenFootConfig(), 4, seed=3, pool_share=0.6,
+                          bots={"cf_env.agents.bots:RandomPolicy": 1.0})
+    assert any(p is not None for g in collector.games for p in g.policies)
+    assert not collector.kinds.any()  # no compiled bot seat
+    roll = collector.collect(*small_nets(ChickenFootConfig()), steps=30)
+    assert collector.learners[roll.game, roll.seat].all()
+    assert roll.mask[np.arange(len(roll.action)), roll.action].all()
 
 
 def test_i13_forced_decisions_are_never_recorded():
@@ -135,6 +161,18 @@ def _swapped_hidden_tile(engine: Engine, seat: int) -> Engine:
     return other
 
 
+def _rows(collector: Collector, *engines: Engine) -> np.ndarray:
+    """The collector's state rows (observation, privileged vector) of each engine's position
+    for its seat to move, the positions loaded into a kernel batch."""
+    batch = KernelBatch(engines[0].config, len(engines))
+    for i, engine in enumerate(engines):
+        batch.load(i, engine)
+    rows = np.zeros((len(engines), collector.obs_size + (collector.priv_size if
+                                                           collector.privileged else 0)), np.float32)
+    collector.write_states(batch, rows)
+    return rows
+
+
 def test_i13_privileged_input_reaches_the_critic_never_the_actor():
     config = ChickenFootConfig()
     engine = Engine(config, seed=5)
@@ -143,9 +181,9 @@ def test_i13_privileged_input_reaches_the_critic_never_the_actor():
     actor, critic = small_nets(config)
     swapped = _swapped_hidden_tile(engine, seat)
     width = collector.obs_size + collector.priv_size
-    a, b = np.zeros((1, width), np.float32), np.zeros((1, width), np.float32)
-    collector.write_state(engine, SeatView(collector.encoder), seat, a[0])
-    collector.write_state(swapped, SeatView(collector.encoder), seat, b[0])
+    both = _rows(collector, engine, swapped)
+    a, b = both[:1], both[1:]
+    assert a.shape[1] == width
     d = collector.obs_size
     np.testing.assert_array_equal(a[:, :d], b[:, :d])  # the seat sees the same thing
     assert not np.array_equal(a[:, d:], b[:, d:])  # the privileged vector differs
@@ -165,9 +203,9 @@ def test_i13_privileged_input_reaches_the_critic_never_the_actor():
     np.testing.assert_array_equal(a[0, d + 3 * config.num_tiles :], boneyard)
     # Ablation: without the privileged critic the state is the observation alone.
     plain = make_collector(games=1, privileged=False)
-    row = np.zeros(plain.obs_size, np.float32)
-    plain.write_state(engine, SeatView(plain.encoder), seat, row)
-    np.testing.assert_array_equal(row, a[0, :d])
+    row = _rows(plain, engine)
+    assert row.shape == (1, plain.obs_size)
+    np.testing.assert_array_equal(row[0], a[0, :d])
 
 
 # ------------------------------------------------------------------------------ masking
