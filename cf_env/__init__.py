@@ -37,6 +37,7 @@ from cf_env.core.observation import OBSERVATION_VERSION
 _moved.install()
 
 __all__ = [
+    "ChickenFootBatch",
     "ChickenFootConfig",
     "DriverOptions",
     "Engine",
@@ -54,6 +55,10 @@ def __getattr__(name: str):
     # Adapters load on first use: they import gymnasium/pettingzoo, which the engine must not
     # need; `chicken_foot_v0` also warns DeprecationWarning on import, which `import cf_env`
     # must not.
+    if name == "ChickenFootBatch":  # N games stepped together (cf_env.envs.batch)
+        from cf_env.envs.batch import ChickenFootBatch
+
+        return ChickenFootBatch
     if name in ("env", "raw_env"):  # the AEC env: `env()` wrapped like PettingZoo classic envs
         from cf_env.envs import env as aec
 
@@ -75,13 +80,17 @@ def _register() -> None:
         import gymnasium
     except ImportError:  # the engine alone (numpy) is usable without the adapters' libraries
         return
+    # v1's vector entry point is the native batched env (compiled bots): make_vec(...,
+    # vectorization_mode="vector_entry_point"); "sync"/"async" still vectorize make_env.
     single_agent = {
-        "cf_env/ChickenFoot-v1": "cf_env.envs.single_agent:make_env",
-        "cf_env/ChickenFoot-v0": "cf_env.envs.chicken_foot_v0:make_single_agent_env",
+        "cf_env/ChickenFoot-v1": ("cf_env.envs.single_agent:make_env",
+                                  "cf_env.envs.vector_env:make_vector_env"),
+        "cf_env/ChickenFoot-v0": ("cf_env.envs.chicken_foot_v0:make_single_agent_env", None),
     }
-    for env_id, entry_point in single_agent.items():
+    for env_id, (entry_point, vector_entry_point) in single_agent.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, entry_point=entry_point)
+            gymnasium.register(id=env_id, entry_point=entry_point,
+                               vector_entry_point=vector_entry_point)
     # PettingZoo >= 1.26 has a registry (`pettingzoo.make("aec", "cf_env/chicken_foot-v1")`).
     try:
         from pettingzoo import aec_registry, register

@@ -1011,6 +1011,15 @@ class KernelBatch:
         st.need_perm[game] = True
         self.refill()
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in arrays: the games' state, the tables, the output buffers and the queued
+        shuffles (the per-game Generators are Python objects beside)."""
+        arrays = [*self.state, *self.tables, self.legal_words, self.observations,
+                  self.privileged_rows, self._rows, self._ahead, self._ahead_pos,
+                  *self.obs_tables[:3], *self.priv_tables[:2]]
+        return int(sum(a.nbytes for a in arrays))
+
     def legal(self) -> np.ndarray:
         """(N, W) uint64 legal bitsets (`Engine.legal_bits` per game)."""
         batch_legal(self.state, self.tables, self.legal_words)

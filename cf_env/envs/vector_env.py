@@ -1,0 +1,151 @@
+"""The learner's view, batched natively: a `gymnasium.vector.VectorEnv` of N games, one learner
+seat per game, the other seats played by compiled bots (`cf_env.envs.batch.ChickenFootBatch`).
+
+    import gymnasium as gym
+    import cf_env  # registers the id, with this class as its vector entry point
+    envs = gym.make_vec("cf_env/ChickenFoot-v1", num_envs=256, vectorization_mode="vector_entry_point",
+                        opponents=["greedy", "heuristic"])
+    obs, info = envs.reset(seed=0)
+    actions = info["action_mask"].argmax(axis=1)  # any legal action per game
+    obs, rewards, terminated, truncated, info = envs.step(actions)
+
+It mirrors `cf_env/ChickenFoot-v1` (cf_env/envs/single_agent.py) where it can: per game the
+learner's seat is drawn uniformly, then each opponent seat's bot from `opponents` (uniformly, or
+by `weights`), from that game's own seeder at the start of every game; the same episodes
+(`episode="round"`, the default, or `"game"`), rewards (`reward_mode`) and forced decisions
+(`learner_skip_forced=True` takes the learner's one-action decisions for it; bots always take
+theirs); the observation is the learner's `Box(float32, (D,))`, the action `Discrete(2T + 2)`.
+Unlike it: opponents are the compiled bots only ("random", "greedy", "heuristic"; their ties are
+broken by their own stream, see cf_env/agents/kernel_bots.py), and an illegal action always
+raises `IllegalActionError` naming the game (no game changed; there is no "penalize").
+
+Autoreset: `AutoresetMode.SAME_STEP` (`metadata["autoreset_mode"]`): a sub-env whose episode
+ends returns `terminated=True`, the episode's last reward, and already the next episode's first
+observation and mask (the next round of the same game, or the game's next deal). No final
+observation is given: there is no truncation to bootstrap from (`truncated` is always False), and
+the kernel deals the next round as the last ends. Seeding: `reset(seed=s)` seeds every sub-env's
+seeder as `ChickenFootBatch.reset(seed=s)` does (an int, or one int per sub-env); same seed, same
+games.
+
+Masks: `action_masks()` returns the (N, 2T + 2) bool masks of the learner's legal actions (never
+empty: the learner always has a decision to make), and every info holds them as
+`info["action_mask"]`. Infos are arrays of N, each with its Gymnasium `_key` twin (all True):
+
+| key | dtype | value |
+|---|---|---|
+| `action_mask` | bool (N, 2T+2) | the learner's legal actions for the observation returned |
+| `learner_seat` | int32 | the learner's seat in the game now being played |
+| `round_over` | bool | a round ended during this step (R11) |
+| `game_over` | bool | a game ended during this step (R4 / target_score) |
+
+With `copy=True` (the default, as Gymnasium's vector envs) the observation, the rewards, the flags
+and the infos are new arrays at every call; with `copy=False` they are the batch's buffers,
+overwritten by the next call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from cf_env.agents.kernel_bots import BOT_KINDS, OUTSIDE
+from cf_env.core.observation import OBSERVATION_VERSION, observation_layout
+from cf_env.envs.batch import ChickenFootBatch
+
+
+class ChickenFootVectorEnv(VectorEnv):
+    """N learner-vs-bots games; see the module docstring for the contract."""
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        config=None,
+        opponents: Sequence[str] = ("random",),
+        weights: Sequence[float] | None = None,
+        episode: str = "round",
+        learner_skip_forced: bool = True,
+        reward_mode: str = "zero_sum",
+        copy: bool = True,
+        **rules,
+    ):
+        if isinstance(opponents, str) or not opponents or not all(o in BOT_KINDS for o in opponents):
+            raise ValueError(f"opponents must be a non-empty list of {sorted(BOT_KINDS)} (the "
+                             f"compiled bots); got {opponents!r}")
+        probs = np.ones(len(opponents)) if weights is None else np.asarray(weights, np.float64)
+        if probs.shape != (len(opponents),) or (probs < 0).any() or probs.sum() <= 0:
+            raise ValueError(f"opponent weights must be {len(opponents)} non-negative numbers with "
+                             f"a positive sum; got {weights!r}")
+        self._cdf = probs.cumsum()
+        self._cdf /= self._cdf[-1]  # exactly 1 at the end: searchsorted never runs past it
+        self._codes = np.array([BOT_KINDS[o] for o in opponents], np.int8)
+        self.opponents = list(opponents)
+        self.batch = ChickenFootBatch(config, num_envs, bots=self._seats, reward_mode=reward_mode,
+                                      episode=episode, skip_forced=bool(learner_skip_forced),
+                                      **rules)
+        cfg = self.config = self.batch.config
+        self.num_envs = self.batch.num_envs
+        self.episode, self.copy = episode, bool(copy)
+        self.observation_version = OBSERVATION_VERSION
+        layout = observation_layout(cfg)
+        self.single_observation_space = spaces.Box(0.0, layout.high, (layout.size,), np.float32)
+        self.single_action_space = spaces.Discrete(cfg.num_actions)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.render_mode = None
+        self._seat = np.zeros(self.num_envs, np.int32)  # the learner's seat in each running game
+        self._all = np.ones(self.num_envs, bool)
+        self._out = None
+
+    def _seats(self, rng: np.random.Generator) -> np.ndarray:
+        """A new game's seat kinds, drawn from its seeder: the learner's seat, then each opponent's
+        bot (the order of the single-agent env's draws)."""
+        n = self.config.num_players
+        learner = int(rng.integers(n))
+        chosen = self._cdf.searchsorted(rng.random(n - 1), side="right")
+        kinds = np.empty(n, np.int8)
+        kinds[learner] = OUTSIDE
+        kinds[(learner + 1 + np.arange(n - 1)) % n] = self._codes[chosen]
+        return kinds
+
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
+        out = self._out = self.batch.reset(seed=seed)
+        np.copyto(self._seat, out.current_player)
+        return self._give(out.observation), self._info(out)
+
+    def step(self, actions):
+        if self._out is None:
+            raise RuntimeError("call reset() before step()")
+        seat = self._seat.copy()  # the learner's seat in the games the actions are for
+        out = self._out = self.batch.step(actions)
+        reward = out.rewards[np.arange(self.num_envs), seat]  # a new array: fancy indexing
+        np.copyto(self._seat, out.current_player)
+        return (self._give(out.observation), reward, self._give(out.terminated),
+                self._give(out.truncated), self._info(out))
+
+    def action_masks(self) -> np.ndarray:
+        """(N, 2T + 2) bool: the learner's legal actions in each game (a new array)."""
+        if self._out is None:
+            raise RuntimeError("call reset() before action_masks()")
+        return self._out.action_mask.copy()
+
+    def _give(self, array: np.ndarray) -> np.ndarray:
+        return array.copy() if self.copy else array
+
+    def _info(self, out) -> dict:
+        info = {"action_mask": self._give(out.action_mask), "learner_seat": self._seat.copy(),
+                "round_over": self._give(out.round_over), "game_over": self._give(out.game_over)}
+        for key in list(info):
+            info[f"_{key}"] = self._all.copy()
+        return info
+
+
+def make_vector_env(num_envs: int = 1, config=None, **kwargs) -> ChickenFootVectorEnv:
+    """Vector entry point of `cf_env/ChickenFoot-v1`:
+    `gymnasium.make_vec(ENV_ID, num_envs=N, vectorization_mode="vector_entry_point", ...)`."""
+    return ChickenFootVectorEnv(num_envs, config, **kwargs)
