@@ -1,0 +1,72 @@
+"""`python -m cf_env.tools.compile`: compile the project's numba functions into numba's on-disk
+cache (the `__pycache__` folders beside their sources), so that no later command waits for it.
+
+The compiled code (`cf_env.core.kernel`, `cf_env.agents.kernel_bots`) is compiled on first use and
+cached; from an empty cache that takes tens of seconds (the figures are in docs/speed/kernel.md),
+paid once per checkout and machine. `make` runs this right after installing, so the first demo,
+training run or test run after a fresh set-up loads the cache instead. It drives every entry point
+through the public wrappers with the argument types they pass in use (one compilation serves every
+config: only the shapes and the `params` row change). The parts compile at once, each in a child
+process of its own (`--part`); numba writes each function's cache file whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def _rules_and_observations() -> None:
+    from cf_env.core.config import ChickenFootConfig
+    from cf_env.core.kernel import KernelBatch, batch_random_actions
+
+    batch = KernelBatch(ChickenFootConfig(), 2)
+    batch.reset([1, 2])
+    batch.observe()
+    batch.privileged()
+    batch.observe(seats=np.zeros(2, np.int32))
+    mask = batch.legal_mask()
+    batch.step(np.array([int(np.flatnonzero(row)[0]) for row in mask], np.int64))
+    mask = batch.legal_mask()
+    batch.step_games(np.array([0], np.int64), np.array([int(np.flatnonzero(mask[0])[0])], np.int64))
+    out = np.zeros(2, np.int64)
+    batch_random_actions(batch.legal(), np.zeros(2), out)
+
+
+def _bots() -> None:
+    from cf_env.envs.batch import ChickenFootBatch
+
+    games = ChickenFootBatch(num_envs=2, bots={1: "random", 2: "greedy", 3: "heuristic"})
+    out = games.reset(seed=0)
+    games.step(out.action_mask.argmax(axis=1))
+
+
+PARTS = (_rules_and_observations, _bots)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cf_env.tools.compile",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", type=int, choices=range(len(PARTS)),
+                        help="compile one part in this process (the children's flag)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    if args.part is not None:
+        PARTS[args.part]()
+        return 0
+    children = [subprocess.Popen([sys.executable, "-m", "cf_env.tools.compile", "--part", str(i)])
+                for i in range(len(PARTS))]
+    failed = [i for i, child in enumerate(children) if child.wait() != 0]
+    if failed:
+        print(f"error: compiling part(s) {failed} failed (their traceback is above)", file=sys.stderr)
+        return 1
+    print(f"compiled the numba functions into their cache in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

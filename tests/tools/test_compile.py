@@ -1,0 +1,50 @@
+"""`python -m cf_env.tools.compile` (run by `make` after installing) leaves every compiled entry
+point in numba's on-disk cache, so that later commands load it instead of compiling."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cf_env.agents import kernel_bots
+from cf_env.core import kernel
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRY_POINTS = [kernel.batch_step, kernel.batch_legal, kernel.batch_observe,
+                kernel.batch_privileged, kernel.games_step, kernel.batch_reset,
+                kernel_bots.batch_advance]
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing compiles")
+def test_compile_tool_fills_numba_cache_for_every_entry_point():
+    result = subprocess.run([sys.executable, "-m", "cf_env.tools.compile"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "compiled the numba functions" in result.stdout
+    for function in ENTRY_POINTS:
+        source = Path(inspect.getsourcefile(function.py_func))
+        line = inspect.getsourcelines(function.py_func)[1]
+        cache = os.environ.get("NUMBA_CACHE_DIR")
+        folder = Path(cache) if cache else source.parent / "__pycache__"
+        index = list(folder.rglob(f"{source.stem}.{function.__name__}-{line}.py*.nbi"))
+        assert index, f"no numba cache index for {function.__name__} in {folder}"
+
+
+def test_compile_tool_reports_a_failing_part_and_exits_1(monkeypatch, capsys):
+    from cf_env.tools import compile as tool
+
+    class Failed:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def wait(self):
+            return 3
+
+    monkeypatch.setattr(tool.subprocess, "Popen", Failed)
+    assert tool.main([]) == 1
+    assert "error: compiling part(s) [0, 1] failed" in capsys.readouterr().err
