@@ -115,7 +115,7 @@ from cf_env.core.config import START_SEARCHES, TIE_BREAKS, ChickenFootConfig
 from cf_env.core.engine import IllegalActionError
 from cf_env.core.observation import (
     OBSERVATION_VERSION,
-    _divisors,
+    count_divisors,
     observation_layout,
     privileged_layout,
 )
@@ -265,7 +265,7 @@ def obs_tables(config: ChickenFootConfig) -> ObsTables:
     if set(layout.slices) != set(OBS_PIECES):
         raise ValueError(f"batch_observe knows the pieces {OBS_PIECES}; the layout has "
                          f"{tuple(layout.slices)} (OBSERVATION_VERSION {OBSERVATION_VERSION})")
-    divisor = _divisors(config)
+    divisor = count_divisors(config)
     return ObsTables(
         starts=np.array([layout.slices[name].start for name in OBS_PIECES], np.uint64),
         stops=np.array([layout.slices[name].stop for name in OBS_PIECES], np.uint64),
@@ -293,7 +293,7 @@ def priv_tables(config: ChickenFootConfig) -> PrivTables:
     if set(layout.slices) != set(PRIV_PIECES):
         raise ValueError(f"batch_privileged knows the pieces {PRIV_PIECES}; the layout has "
                          f"{tuple(layout.slices)} (OBSERVATION_VERSION {OBSERVATION_VERSION})")
-    divisor = _divisors(config)
+    divisor = count_divisors(config)
     if any(name in divisor for name in PRIV_PIECES):
         raise ValueError(f"batch_privileged writes 0/1 boards; {PRIV_PIECES} now has a count piece")
     return PrivTables(

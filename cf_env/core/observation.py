@@ -188,7 +188,7 @@ class Encoder:
         return view
 
 
-def _divisors(cfg: ChickenFootConfig) -> dict[str, float]:
+def count_divisors(cfg: ChickenFootConfig) -> dict[str, float]:
     """The pieces encoded as a count over a divisor other than 1 (the rest: the count itself)."""
     return {"hand_sizes": cfg.hand_size, "scores": cfg.points_scale, "boneyard_size": cfg.num_tiles}
 
@@ -201,7 +201,7 @@ class _CountPieces:
 
     def __init__(self, layout: Layout, cfg: ChickenFootConfig, seat_pieces: list[str]):
         s = layout.slices
-        divisor = _divisors(cfg)
+        divisor = count_divisors(cfg)
         names = ["open_ends", *seat_pieces, "spinner_arms_empty", "foot_toes_left"]
         names += ["boneyard_size"] if "boneyard_size" in s else []
         self.index = np.concatenate([np.arange(s[name].start, s[name].stop) for name in names])
@@ -249,7 +249,7 @@ class ObservationDecoder:
         # (a handful of numpy calls per decode instead of four per piece; policies decode at
         # every decision).
         self.scale = np.ones(layout.size, dtype=np.float64)
-        for name, factor in _divisors(config).items():
+        for name, factor in count_divisors(config).items():
             self.scale[self.slices[name]] = factor
 
     def decode(self, vector: np.ndarray) -> ObservedState:
