@@ -9,13 +9,16 @@ peeked at). Seats are egocentric in the search: I am seat 0, the opponents 1..n-
 rule within a round depends on absolute seats.
 
 **Determinizations without a snapshot per iteration.** Once per decision the observation is
-turned into a root engine through the public `restore()` (every rules invariant checked once).
-Each iteration then resets a work engine to it with `Engine.copy_from` and deals the hidden
-tiles with `Engine.redeal`, in place. The deal comes from `cf_env.core.deals.DealSampler`: exactly
+turned into a root engine through the public `restore()` (every rules invariant checked once),
+and that position is loaded into a root slot of the compiled rules core (`KernelBatch.load`).
+Each iteration then copies the root to a work slot and deals the hidden tiles there, in compiled
+code (`cf_env.agents.kernel_search`). The deals are `cf_env.core.deals.DealSampler`'s: exactly
 uniform over the deals consistent with the hand sizes, the tiles seen and the opponents' voids
-(R8), tabulated once per decision. The search engine plays with `skip_forced` (forced draws and
-passes are not decisions) and, in games of a fixed number of rounds, with the current round as
-the last one, so that a round's end ends its game: no next round is dealt in a rollout.
+(R8), tabulated once per decision in Python and drawn from those tables in compiled code
+(`kernel_search.Deals`; the sampler's rejection fallback draws in Python). Forced
+draws and passes are not decisions (the engine's `skip_forced`), and the search's kernel tables
+make the current round the game's last, so that a round's end ends its game: no next round is
+dealt in a rollout.
 
 Scores: the observation has each seat's total, not its per-round history, and a snapshot must
 list exactly `round` finished rounds per seat; the root puts each total in the first finished
@@ -24,15 +27,20 @@ scores it by the round's points (R12), so the fake history cannot change a decis
 
 **Plain search** (`ismcts:<budget>`): selection by UCB1 with availability counts (an action's
 statistics are compared only over the iterations in which it was legal), expansion of one
-untried action, a rollout to the end of the round on the engine's bitsets (`Engine.playout`:
-the rule below as per-action tables, no callback per move and no observation), and back-propagation of
-each seat's zero-sum round reward ((mean of the others' points − own points) / points_scale) to
-the nodes where that seat chose. The move played is the root action with the most visits.
-Exploration 0.25 suits rewards of that scale (a 20-point swing is 0.22); 0.7 and 0.1 were weaker
-against `heuristic`. The rollout rule ("follow") plays the legal action of highest value: the
-tile's points, a double `ROLLOUT_DOUBLE_BONUS` more, and `FOLLOW_WEIGHT` per other tile in the
-mover's hand carrying the end the move opens (the heuristic bot's W_DOUBLE and W_FOLLOW, read
-from `Engine.hand_bits`). It beat the bare greedy rule ("greedy": points and the double bonus
+untried action, a rollout to the end of the round, and back-propagation of each seat's zero-sum
+round reward ((mean of the others' points − own points) / points_scale) to the nodes where that
+seat chose. The whole iteration runs in compiled code on the kernel (`kernel_search.search`: the
+tree as arrays, the rollouts `kernel_search.playout`, the rules the kernel's `apply_action`), a
+block of iterations per call; expansions and rollout ties draw from the policy's own splitmix64
+stream (`uniform`), the deals from another. `search_on="engine"` runs the same
+search with the tree in Python over `Engine` and the rule as a chooser through `Engine.advance`
+(what the schemes in which a network chooses inside the iterations run on); the tests check that
+both make the same decisions and draw the same numbers. The move played is the root action with
+the most visits. Exploration 0.25 suits rewards of that scale (a 20-point swing is 0.22); 0.7
+and 0.1 were weaker against `heuristic`. The rollout rule ("follow") plays the legal action of
+highest value: the tile's points, a double `ROLLOUT_DOUBLE_BONUS` more, and `FOLLOW_WEIGHT` per
+other tile in the mover's hand carrying the end the move opens (the heuristic bot's W_DOUBLE and
+W_FOLLOW). It beat the bare greedy rule ("greedy": points and the double bonus
 only) by 12.7 points of win rate [5.7, 19.8] in plain search at equal time.
 
 **Guided search** (`guided:<checkpoint>:<budget>`): the checkpoint's actor (numpy weights, read
@@ -67,11 +75,12 @@ an idle core the same as wall time; a loaded machine slows the clock, not the th
 iteration count is reproducible from the seed; a time budget is not (the count it reaches
 depends on the machine). Both are bounded, in the spec and in the constructor alike
 (`check_budget`): at most `MAX_ITERATIONS` = 100,000 iterations (about 20 s of CPU and 25 MB of
-tree for the first decision of a 4-player double-9 round, at some 0.2 ms per iteration) and
+tree for the first decision of a 4-player double-9 round with the tree in Python; the compiled
+search is several times faster, docs/search/speed.md) and
 `MAX_MS` = 60,000 ms (a minute, in which the tree grows by about 100 MB). Without a bound
 `ismcts:1000000000000` would never return from its first decision while its tree grew.
 
-    python -m cf_env.tools.search_bench      # µs per iteration by set size, before and after
+    python -m cf_env.tools.search_bench      # µs per iteration by set size (docs/search/speed.md)
 """
 
 from __future__ import annotations
@@ -85,10 +94,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from cf_env.agents.checkpoint import load_ppo_policy
+from cf_env.agents.kernel_bots import next_uniform
+from cf_env.agents.kernel_search import Deals, KernelSearch, root_children, rule_tables
 from cf_env.core.actions import actions_in
 from cf_env.core.config import ChickenFootConfig
-from cf_env.core.deals import DealSampler, Uniforms
+from cf_env.core.deals import DealSampler
 from cf_env.core.engine import Engine
+from cf_env.core.kernel import num_words
 from cf_env.core.observation import Encoder, ObservationDecoder, ObservedState
 from cf_env.core.tiles import tile_tables
 
@@ -267,8 +279,11 @@ class ISMCTSPolicy:
         node_priors: str = "root",
         rollout_net: int = 0,
         rollout: str = "follow",
+        search_on: str = "kernel",
     ):
         check_budget("ismcts", iterations, ms)
+        if search_on not in ("kernel", "engine"):
+            raise ValueError(f"search_on must be 'kernel' or 'engine'; got {search_on!r}")
         if isinstance(rollout_net, bool) or not isinstance(rollout_net, int) or rollout_net < 0:
             raise ValueError(f"rollout_net must be an int >= 0; got {_shown(rollout_net)}")
         self.config = config
@@ -286,11 +301,15 @@ class ISMCTSPolicy:
         if rollout not in ("greedy", "follow"):
             raise ValueError(f"rollout must be 'greedy' or 'follow'; got {rollout!r}")
         self.rollout = rollout
+        # "kernel": the iterations in compiled code (`cf_env.agents.kernel_search`); "engine":
+        # the tree in Python over `Engine`, the rollouts by `rollout_rule` through
+        # `Engine.advance` (what a network choosing inside the iterations needs: `node_priors`,
+        # `rollout_net`; the tests check the two search the same).
         self.node_priors = node_priors if guide is not None else "root"
         self.rollout_net = rollout_net if guide is not None else 0
+        self.search_on = "engine" if self.node_priors != "root" or self.rollout_net else search_on
         self.network_calls = 0
         self.rng = np.random.default_rng(seed)
-        self.uniform = Uniforms(self.rng)
         self.decoder = ObservationDecoder(config)
         self.tables = tile_tables(config.max_pips)
         self.n = config.num_players
@@ -319,19 +338,25 @@ class ISMCTSPolicy:
         for t, (lo, hi) in enumerate(self.tables.pairs):
             if lo != hi:  # a double starts a foot (R9): no end of its own to follow
                 self._opens[2 * t], self._opens[2 * t + 1] = hi, lo
-        # The same rules as `Engine.playout` tables (rollouts without a callback per move): the
+        # The rule as the tables of the compiled rollouts (`cf_env.agents.kernel_search`): the
         # score counts every hand tile carrying the new end, the played tile too, so its value
         # is one FOLLOW_WEIGHT lower (exact in floats: small integers).
         attach = self.tables.attach_bits
         if rollout == "follow":
             w = self.FOLLOW_WEIGHT
-            self._playout = (
-                [v - w if e >= 0 else v for v, e in zip(self._value, self._opens)],
-                [attach[e] if e >= 0 else 0 for e in self._opens],
-                w,
-            )
+            value_table = [v - w if e >= 0 else v for v, e in zip(self._value, self._opens)]
+            follow = [attach[e] if e >= 0 else 0 for e in self._opens]
         else:
-            self._playout = (self._value, [0] * config.num_actions, 0.0)
+            w, value_table, follow = 0.0, self._value, [0] * config.num_actions
+        self._rule = (*rule_tables(value_table, follow, num_words(config)), w)
+        # The search's own streams, splitmix64 as the compiled code draws them
+        # (`kernel_bots.next_uniform`), seeded from the policy's seed apart from `rng` (the
+        # root's deal, the sampler's rejection fallback, the final tie): expansions and rollout
+        # ties (`uniform`), and the deals (`kernel_search.Deals`).
+        search_seed, deal_seed = np.random.SeedSequence(seed).spawn(2)
+        self._search_rng = search_seed.generate_state(1, np.uint64)
+        self._deal_rng = deal_seed.generate_state(1, np.uint64)
+        self._kernels: dict[int, KernelSearch] = {}  # per round, as `_engines`
 
     @classmethod
     def from_spec(cls, config: ChickenFootConfig, seed: int | None = None,
@@ -354,27 +379,80 @@ class ISMCTSPolicy:
             root.prior = self.guide.prior(
                 np.asarray(observation["observation"], np.float32), legal.tolist()
             )
-        if self.ms is None:
-            for _ in range(self.iterations):
-                self._iterate(root, self._determinize(root_engine, work, sampler, hand))
-            self.last_iterations = self.iterations
+        if self.search_on == "engine":
+            stats = self._search_engine(root, root_engine, work, sampler, hand)
         else:
-            deadline = time.process_time() + self.ms / 1000.0
-            done = 0
-            while True:
-                self._iterate(root, self._determinize(root_engine, work, sampler, hand))
-                done += 1
-                if time.process_time() >= deadline:
-                    break
-            self.last_iterations = done
+            stats = self._search_kernel(root.prior, root_engine, sampler)
         legal_set = set(legal.tolist())
-        stats = [(child.visits, child.total / max(child.visits, 1), a)
-                 for a, child in root.children.items() if a in legal_set]
+        stats = [(visits, total / max(visits, 1), a) for a, visits, total in stats
+                 if a in legal_set]
         if not stats:
             return int(self.rng.choice(legal))
         best = max(stats)[:2]
         choices = [a for visits, mean, a in stats if (visits, mean) == best]
         return int(choices[0] if len(choices) == 1 else self.rng.choice(choices))
+
+    BLOCK = 64  # iterations per compiled call
+    TIMED_BLOCK = 16  # under a time budget: the clock is read between blocks
+
+    def _search_kernel(self, prior: list[float] | None, root_engine: Engine,
+                       sampler: DealSampler) -> list[tuple[int, int, float]]:
+        """The iterations in compiled code (`kernel_search.search`) from the root engine's
+        position; (action, visits, total reward) of the root's children, oldest first."""
+        search = self._kernels.get(root_engine.round)
+        if search is None:
+            search = KernelSearch(root_engine.config, root_engine.round, self.BLOCK)
+            self._kernels[root_engine.round] = search
+        search.load(root_engine)
+        deals = Deals(sampler, self._deal_rng)
+        prior_row = None if prior is None else np.asarray(prior, np.float64)
+        args = (self._rule, self._search_rng, self.exploration, prior_row, self.puct,
+                self._points_scale)
+        if self.ms is None:
+            done = 0
+            while done < self.iterations:
+                k = min(self.BLOCK, self.iterations - done)
+                search.run(deals, k, *args)
+                done += k
+        else:
+            deadline = time.process_time() + self.ms / 1000.0
+            done = 0
+            while True:
+                search.run(deals, self.TIMED_BLOCK, *args)
+                done += self.TIMED_BLOCK
+                if time.process_time() >= deadline:
+                    break
+        self.last_iterations = done
+        return root_children(search.tree)
+
+    def _search_engine(self, root: _Node, root_engine: Engine, work: Engine,
+                       sampler: DealSampler, hand: list[int]) -> list[tuple[int, int, float]]:
+        """The iterations with the tree in Python (`_iterate`; `search_on="engine"`), on the
+        deals the compiled search takes (`kernel_search.Deals`)."""
+        deals = Deals(sampler, self._deal_rng)
+        row = np.zeros((1, self.config.num_tiles), np.int32)
+
+        def iterate() -> None:
+            deals.fill(row, 1)
+            opponents, boneyard = deals.split(row[0])
+            work.copy_from(root_engine, rng=False)
+            work.redeal([hand, *opponents], boneyard)
+            self._iterate(root, work)
+
+        if self.ms is None:
+            for _ in range(self.iterations):
+                iterate()
+            self.last_iterations = self.iterations
+        else:
+            deadline = time.process_time() + self.ms / 1000.0
+            done = 0
+            while True:
+                iterate()
+                done += 1
+                if time.process_time() >= deadline:
+                    break
+            self.last_iterations = done
+        return [(a, child.visits, child.total) for a, child in root.children.items()]
 
     # ------------------------------------------------------------------ determinization
     def _position(self, observation: Mapping[str, np.ndarray], settle: bool = True):
@@ -471,10 +549,15 @@ class ISMCTSPolicy:
         return root, work
 
     # ------------------------------------------------------------------ search
+    def uniform(self) -> float:
+        """A float in [0, 1) from the search's stream, the one the compiled search draws."""
+        return next_uniform(self._search_rng, 0)
+
     def rollout_rule(self, engine: Engine):
         """The rollout rule as a chooser on `engine`'s legal bitsets (`Engine.advance`): the
-        slow form of the `Engine.playout` tables rollouts run on, for the network rollouts
-        (`rollout_net`) and the tests that check the two agree."""
+        rule of the compiled rollouts (`kernel_search.rule_action` over `_rule`'s tables), for
+        the searches with the tree in Python (`node_priors`, `rollout_net`) and the tests that
+        check the two agree."""
         if self.rollout == "greedy":
             return self._greedy
         return lambda legal: self._follow(engine, legal)
@@ -567,9 +650,12 @@ class ISMCTSPolicy:
         elif self.rollout_net:
             finished = engine.step(action)
             points = finished[0] if finished else self._net_rollout(engine)[0]
-        else:
-            value, follow, weight = self._playout
-            points = engine.playout(value, follow, weight, u, first=action)
+        else:  # node priors alone: the rule through the chooser (`rollout_rule`)
+            rule = self.rollout_rule(engine)
+            finished = engine.step(action)
+            while not finished:
+                finished = engine.advance(choosers=[rule] * self.n)
+            points = finished[0]
         n, scale = len(points), self._points_scale
         total = sum(points)
         rewards = [((total - p) / (n - 1) - p) / scale for p in points]

@@ -32,7 +32,7 @@ Both are bounded, in the spec and in the constructor: at most `MAX_DETERMINIZATI
 and `MAX_MS` (ISMCTS's, 60,000 ms). The count's bound is ten times lower than ISMCTS's
 `MAX_ITERATIONS`: a determinization plays every legal move, with a batched network pass per
 step, about 0.45 ms of CPU at a 4-player double-9 round's first decision and some 1.3 ms for
-`belief:` once it has evidence (2-3 and 6 ISMCTS iterations), so 10,000 is a decision of 5-15 s,
+`belief:` once it has evidence, so 10,000 is a decision of 5-15 s,
 and 128 or 256 did no better than 64 (below). Memory does not grow with the count: lines are
 played `CHUNK` determinizations at a time.
 

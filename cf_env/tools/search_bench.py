@@ -1,23 +1,28 @@
-"""Search cost: µs per ISMCTS iteration by set size, before and after issue 14 (a benchmark row).
+"""Search cost: µs per ISMCTS iteration by set size (a benchmark row; figures in docs/search/speed.md).
 
-    python -m cf_env.search_bench                   # double-6, 9, 12 at 4 players; before/after
-    python -m cf_env.search_bench --positions 10    # quicker, noisier
-    python -m cf_env.search_bench --json out.json
+    python -m cf_env.tools.search_bench                   # double-6, 9, 12 at 4 players
+    python -m cf_env.tools.search_bench --positions 10    # quicker, noisier
+    python -m cf_env.tools.search_bench --json out.json
 
 Positions: decisions with a real choice (two or more legal actions) taken from seeded `greedy`
 playouts, early, middle and late in a round alike. Each search policy decides every position at
-`LOW` and `HIGH` iterations; the difference gives the cost of one iteration (a determinization
-and a rollout to the round's end), the rest the set-up per decision (decoding the observation,
-tabulating the deal sampler, the root `restore`). Times are CPU seconds of this process
-(`time.process_time`), so a shared machine slows the figures less than wall time would; take
-the README figures on an idle machine all the same (caches and turbo are shared). The engine's
-own decision cost is measured first in the same process; "scaled" divides by how much slower it
-is than docs/bench.md's idle figure: a rough idle-equivalent, not a measurement.
+`LOW` and `HIGH` iterations (after one untimed decision: the compiled search is compiled, or
+loaded from numba's cache, on first use); the difference gives the cost of one iteration (a
+determinization and a rollout to the round's end), the rest the set-up per decision (decoding the
+observation, tabulating the deal sampler, the root `restore` and loading it into the kernel).
+Times are CPU seconds of this process (`time.process_time`), so a shared machine slows the
+figures less than wall time would; take published figures on an idle machine all the same
+(caches and turbo are shared). The engine's own decision cost is measured first in the same
+process; "scaled" divides by how much slower it is than docs/bench.md's idle figure: a rough
+idle-equivalent, not a measurement.
 
-"before" is `cf_env/agents/ismcts.py` as it was before issue 14 (`BEFORE_COMMIT`, read with `git show`,
-so this row needs the git checkout), with its snapshot → `restore()` per determinization and list
-rollouts; "after" is the current `ismcts`; "guided" adds the checkpoint's root prior (one network
-call per decision, so its per-iteration cost is the plain one).
+Rows: "after" is the current `ismcts` (the iterations in compiled code,
+`cf_env.agents.kernel_search`); "engine" (`--engine`) the same search with the tree in Python
+over `Engine` (`search_on="engine"`, what the schemes with a network inside the iterations run
+on); "guided" adds the checkpoint's root prior (one network call per decision); "before" is
+`cf_env/agents/ismcts.py` as it was before issue 14 (`BEFORE_COMMIT`, read with `git show`, so
+this row needs the git checkout), with its snapshot → `restore()` per determinization and list
+rollouts.
 """
 
 from __future__ import annotations
@@ -90,6 +95,7 @@ def cost(make, observations: list[dict]) -> dict:
     seconds = {}
     for iterations in (LOW, HIGH):
         policy = make(iterations)
+        policy.act(observations[0])  # untimed: numba compiles, or loads its cache, on first use
         start = time.process_time()
         for obs in observations:
             policy.act(obs)
@@ -115,7 +121,7 @@ REFERENCE_US = 2.3  # docs/bench.md, "engine" row at the default config
 
 
 def run(count: int, sets=SETS, players: int = 4, before: bool = True,
-        reference_seconds: float = 1.0) -> list[dict]:
+        reference_seconds: float = 1.0, engine: bool = False) -> list[dict]:
     reference = engine_reference(reference_seconds)
     slow = reference / REFERENCE_US
     print(f"engine reference: {reference:.2f} µs/decision now vs {REFERENCE_US} µs in "
@@ -132,6 +138,9 @@ def run(count: int, sets=SETS, players: int = 4, before: bool = True,
         config = ChickenFootConfig(max_pips=max_pips, num_players=players)
         observations = positions(config, count)
         makers = {"after": lambda i, c=config: ISMCTSPolicy(c, seed=0, iterations=i)}
+        if engine:
+            makers["engine"] = lambda i, c=config: ISMCTSPolicy(c, seed=0, iterations=i,
+                                                                search_on="engine")
         if old is not None:
             makers["before"] = lambda i, c=config: old.ISMCTSPolicy(c, seed=0, iterations=i)
         guide = Path(__file__).resolve().parents[2] / GUIDE
@@ -151,12 +160,14 @@ def run(count: int, sets=SETS, players: int = 4, before: bool = True,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cf_env.search_bench", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m cf_env.tools.search_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--positions", type=int, default=40, help="decisions per set size")
     parser.add_argument("--players", type=int, default=4)
     parser.add_argument("--sets", default="6,9,12", help="comma-separated max pips")
     parser.add_argument("--no-before", action="store_true", help="skip the pre-issue-14 row")
+    parser.add_argument("--engine", action="store_true",
+                        help="add the row of the search with the tree in Python over Engine")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     if args.positions < 1:
@@ -165,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         sets = [int(s) for s in args.sets.split(",")]
     except ValueError:
         parser.error(f"--sets must be comma-separated ints, e.g. 6,9,12; got {args.sets!r}")
-    rows = run(args.positions, sets, args.players, before=not args.no_before)
+    rows = run(args.positions, sets, args.players, before=not args.no_before, engine=args.engine)
     if args.json:
         atomic.write_json(args.json, rows)
     return 0

@@ -14,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from positions import decisions, hidden_shuffle
+from variants import run_without_jit
 
 from cf_env import ChickenFootConfig, Engine
 from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide, split_guided
+from cf_env.agents.kernel_search import Deals
 from cf_env.agents.policies import load_policy, spec_checkpoint, validate_policy_spec
 from cf_env.core.config import split_options
 from cf_env.core.deals import DealSampler
@@ -250,6 +252,52 @@ def test_i14_sampler_is_uniform_over_consistent_deals_by_exact_enumeration():
     assert old_tv > 0.1, old_tv
 
 
+@pytest.mark.parametrize("voids", [[{1}, {0, 2}, set()], [set(), set(), set()], [{1}, {1}, {3}]])
+def test_compiled_deals_are_uniform_over_consistent_deals_by_exact_enumeration(voids):
+    """The compiled search's deals (`kernel_search.Deals`: `DealSampler`'s tables, sampled in
+    compiled code) on the exact-enumeration position above and two other void records: only
+    consistent deals, chi-square far below its 0.1% tail, total variation under 0.03."""
+    tables = tile_tables(6)
+    unseen = [int(tables.tile_id[a, b]) for a, b in
+              [(0, 1), (0, 2), (1, 3), (2, 2), (3, 5), (4, 6), (1, 1)]]
+    sizes, boneyard = [2, 2, 1], 2
+    exact = _enumerate(unseen, sizes, boneyard, voids, tables.pairs)
+    sampler = DealSampler(unseen, sizes, boneyard, voids, tables, np.random.default_rng(0))
+    assert sampler.method == "exact" and not sampler.relaxed
+    deals = Deals(sampler, np.array([2024], np.uint64))
+    assert deals.tables is not None
+    row = np.zeros((1, tables.num_tiles), np.int32)
+
+    def draw():
+        deals.fill(row, 1)
+        return deals.split(row[0])
+
+    samples = 30_000
+    counts = _frequencies(draw, samples)
+    assert set(counts) <= set(exact)
+    expected = samples / len(exact)
+    chi2 = sum((counts[d] - expected) ** 2 / expected for d in exact)
+    dof = len(exact) - 1
+    assert chi2 < dof + 4.5 * (2 * dof) ** 0.5, (chi2, dof)  # about the 0.1% tail
+    if len(exact) <= 200:  # enough samples per deal for the total variation to be small
+        tv = 0.5 * sum(abs(counts[d] / samples - 1 / len(exact)) for d in exact)
+        assert tv < 0.03, tv
+
+
+def test_compiled_deals_fall_back_to_the_sampler_where_it_rejects():
+    tables = tile_tables(6)
+    unseen = [int(tables.tile_id[a, b]) for a, b in [(0, 1), (0, 2), (1, 3), (3, 5), (4, 6)]]
+    sizes, voids = [2, 1], [{1}, set()]
+    exact = _enumerate(unseen, sizes, 2, voids, tables.pairs)
+    sampler = DealSampler(unseen, sizes, 2, voids, tables, np.random.default_rng(5), max_cells=1)
+    deals = Deals(sampler, np.zeros(1, np.uint64))
+    assert sampler.method == "rejection" and deals.tables is None
+    rows = np.zeros((50, tables.num_tiles), np.int32)
+    deals.fill(rows, 50)
+    drawn = {(*map(frozenset, hands), tuple(bone)) for hands, bone in map(deals.split, rows)}
+    assert drawn <= set(exact) and len(drawn) > 1
+
+
 def test_i14_sampler_rejection_fallback_is_uniform_too():
     """With the table not allowed (max_cells=1) the sampler falls back to rejection: uniform
     over the consistent deals whenever it finds one within its tries."""
@@ -429,32 +477,51 @@ def test_i14_measured_guided_alternatives_play_legal_moves():
 
 @pytest.mark.parametrize("rollout", ["follow", "greedy"])
 @pytest.mark.parametrize("fields", [{}, {"num_players": 3, "max_pips": 12, "must_play_drawn": True,
-                                         "draw_until_playable": True}])
-def test_i14_playout_rollouts_decide_as_the_chooser_rollouts(monkeypatch, rollout, fields):
-    """Rollouts on `Engine.playout`'s tables against the rule itself as a chooser per decision
-    (`rollout_rule` through `Engine.advance`): the same decisions, and the same random draws
-    (the RNG's state after the search), at every position."""
+                                         "draw_until_playable": True},
+                                    {"num_players": 4, "max_pips": 6, "target_score": 150}])
+def test_compiled_search_decides_as_the_engine_search_with_the_same_streams(rollout, fields):
+    """The iterations in compiled code (`cf_env.agents.kernel_search`) against the tree in Python
+    over `Engine`, its rollouts by the rule as a chooser through `Engine.advance`
+    (`search_on="engine"`): the same decisions and the same random draws (both streams' states
+    after the search) at every position."""
     cfg = ChickenFootConfig(**fields)
     positions = [obs for _, obs in itertools.islice(decisions(cfg, seed=5, share=0.5), 12)]
-    fast = ISMCTSPolicy(cfg, seed=3, iterations=30, rollout=rollout)
-    fast_moves = [fast.act(obs) for obs in positions]
-    slow = ISMCTSPolicy(cfg, seed=3, iterations=30, rollout=rollout)
-    calls = []
-
-    def by_chooser(engine, value, follow, weight, uniform, first=-1):
-        assert uniform is slow.uniform
-        calls.append(first)
-        rule = slow.rollout_rule(engine)
-        finished = engine.step(first) if first >= 0 else []
-        while not finished:
-            finished = engine.advance(choosers=[rule] * engine.config.num_players)
-        return finished[0]
-
-    monkeypatch.setattr(Engine, "playout", by_chooser)
-    assert [slow.act(obs) for obs in positions] == fast_moves
-    assert calls and min(calls) >= 0  # every rollout starts with its expansion's move
+    fast = ISMCTSPolicy(cfg, seed=3, iterations=60, rollout=rollout)
+    slow = ISMCTSPolicy(cfg, seed=3, iterations=60, rollout=rollout, search_on="engine")
+    assert [fast.act(obs) for obs in positions] == [slow.act(obs) for obs in positions]
     assert slow.rng.bit_generator.state == fast.rng.bit_generator.state
-    assert slow.uniform._next == fast.uniform._next
+    assert slow.uniform() == fast.uniform()  # the search streams drew as often
+
+
+def test_compiled_search_decides_as_the_engine_search_without_jit():
+    """The compiled search as plain Python (NUMBA_DISABLE_JIT=1) on a small game."""
+    code = (
+        "import itertools\n"
+        "from positions import decisions\n"
+        "from cf_env import ChickenFootConfig\n"
+        "from cf_env.agents.ismcts import ISMCTSPolicy\n"
+        "cfg = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=1)\n"
+        "positions = [o for _, o in itertools.islice(decisions(cfg, seed=2, share=0.5), 3)]\n"
+        "fast = ISMCTSPolicy(cfg, seed=1, iterations=12)\n"
+        "slow = ISMCTSPolicy(cfg, seed=1, iterations=12, search_on='engine')\n"
+        "assert [fast.act(o) for o in positions] == [slow.act(o) for o in positions]\n"
+        "assert fast.uniform() == slow.uniform()\n"
+        "print('ok')\n"
+    )
+    run_without_jit(code, folder="agents")
+
+
+def test_compiled_guided_search_decides_as_the_engine_search():
+    """The root prior (PUCT at the root) in compiled code as in the Python tree."""
+    network = load_policy(f"ppo:{CKPT}", D9, 0)
+    positions = [obs for _, obs in itertools.islice(decisions(D9, seed=8, share=0.5), 8)]
+    fast = ISMCTSPolicy(D9, seed=2, iterations=40, guide=NetworkGuide(network, D9))
+    slow = ISMCTSPolicy(D9, seed=2, iterations=40, guide=NetworkGuide(network, D9),
+                        search_on="engine")
+    assert [fast.act(obs) for obs in positions] == [slow.act(obs) for obs in positions]
+    assert slow.uniform() == fast.uniform()
+    with pytest.raises(ValueError, match="search_on must be"):
+        ISMCTSPolicy(D9, search_on="gpu")
 
 
 def test_i14_hand_bits_are_the_hand_as_action_bits():
