@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from cf_env.core.config import ChickenFootConfig
-from cf_env.core.engine import r13_key
+from cf_env.core.scoring import r13_key
 
 METRICS = ("win_rate", "round_score", "game_total", "rank")
 METRIC_DOCS = {

@@ -31,7 +31,6 @@ from __future__ import annotations
 import bisect
 import copy
 import functools
-import math
 from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import NamedTuple
@@ -42,6 +41,8 @@ from cf_env.core import snapshot as snapshot_format
 from cf_env.core.actions import actions_in, describe
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.layout import Arm
+from cf_env.core.scoring import r13_key as r13_key  # (its old home: importable from here)
+from cf_env.core.scoring import r13_winners
 from cf_env.core.snapshot import SNAPSHOT_KEYS, SNAPSHOT_VERSION, SNAPSHOT_VERSIONS, SnapshotError
 from cf_env.core.tiles import TileTables, tile_tables
 
@@ -698,10 +699,7 @@ class Engine:
         return max(map(sum, self.scores)) > target
 
     def _winners(self) -> list[int]:
-        """R13: the seats whose standing (`r13_key`) is best; more than one share the win."""
-        keys = [r13_key(rounds, self.config.tie_break) for rounds in self.scores]
-        best = min(keys)
-        return [seat for seat, key in enumerate(keys) if key == best]
+        return r13_winners(self.scores, self.config.tie_break)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -835,141 +833,6 @@ class Engine:
         self.boneyard = list(boneyard)[::-1]  # internal order: the next tile drawn is last
         self._legal = None
 
-    def playout(
-        self,
-        value: Sequence[float],
-        follow: Sequence[int],
-        weight: float,
-        uniform: Callable[[], float],
-        moves: list[tuple[int, int]] | None = None,
-        first: int = -1,
-    ) -> list[int]:
-        """The points (R12) each seat ends the current round with when every seat plays by one
-        fixed rule from here; the engine itself is left unchanged.
-
-        The rule, at every decision (forced ones included): the legal action of highest
-        score(a) = value[a] + weight · popcount(hand & follow[a]), where `hand` is the mover's
-        hand as action bits (`hand_bits`, the tile played included) and `value`, `follow` are
-        tables over action ids; ties go to the `int(uniform() * k)`-th of the k tied actions in
-        ascending order, and `uniform` is called only when there is a tie. It is what
-        `advance(choosers=...)` gives with that rule as every seat's chooser: the same moves, the
-        same calls to `uniform`, the same round points (tests/core/test_playout.py checks it on
-        seeded positions; `moves`, when given, receives each (seat, action) played). `first`, a
-        legal action of the acting seat, is played first instead of the rule's choice (search:
-        the move that expanded its tree); an illegal one raises `IllegalActionError`, the
-        engine unchanged.
-
-        Search rollouts run here: a chooser called back per decision, the layout, the history,
-        the voids and the boards cost several times the rule itself, and a rollout needs only
-        what legality reads (R6–R9: the hands' bitsets, the open ends, the spinner arms, the
-        pending foot, the boneyard, a drawn tile) and the hands' points at the end (R11, R12).
-        Raises `ValueError` when no round is in play."""
-        if self.game_over or self.between_rounds:
-            raise ValueError("playout: no round is in play (the game is over, or between rounds)")
-        cfg, tables = self.config, self.tables
-        tile_bits, attach_bits, plays = tables.tile_bits, tables.attach_bits, _plays(cfg.max_pips)
-        next_seat, toes = self._next_seat, cfg.toes
-        draw_action, pass_action = self._draw_action, self._pass_action
-        draw_bit, pass_bit = 1 << draw_action, 1 << pass_action
-        must_play, until_playable = cfg.must_play_drawn, cfg.draw_until_playable
-        hands = self._hand_bits[:]
-        open_count = self.open_count[:]
-        open_attach, spinner_empty, center = self._open_attach, self.spinner_empty, self.center
-        foot, toes_left = self.foot_value, self.toes_left
-        stock, top = self.boneyard, len(self.boneyard)  # drawn from the end, as `_draw`; not popped
-        drawn, seat = self.drawn_tile, self.current
-        attach = self._attach
-        while True:
-            hand = hands[seat]
-            if drawn >= 0:  # R8: only the drawn tile, or pass (unless the must-play variant)
-                legal = tile_bits[drawn] & attach
-                if not (legal and must_play):
-                    legal |= pass_bit
-            else:
-                legal = hand & attach
-                if not legal:
-                    legal = draw_bit if top else pass_bit
-            if first >= 0:
-                if type(first) is not int or not legal >> first & 1:
-                    first = self._check_action(first)  # raises, naming the problem
-                action, first = first, -1
-            elif legal & (legal - 1):
-                bits, top_score, tied = legal, -math.inf, None
-                while bits:  # descending action ids (cheaper on big ints than lowest-bit first)
-                    a = bits.bit_length() - 1
-                    bits ^= 1 << a
-                    score = value[a] + weight * (hand & follow[a]).bit_count()
-                    if score > top_score:
-                        top_score, action, tied = score, a, None
-                    elif score == top_score:
-                        if tied is None:
-                            tied = [action]
-                        tied.append(a)
-                if tied is not None:  # the k-th tie in ascending order is the k-th from the end
-                    action = tied[-1 - int(uniform() * len(tied))]
-            else:
-                action = legal.bit_length() - 1
-            if moves is not None:
-                moves.append((seat, action))
-            if action < draw_action:
-                played, attached, free_end = plays[action]
-                hand ^= played
-                hands[seat] = hand
-                if foot < 0 and not spinner_empty:  # R6: the attached end is covered
-                    count = open_count[attached] - 1
-                    open_count[attached] = count
-                    if not count:
-                        open_attach ^= attach_bits[attached]
-                    if free_end == attached:  # R9: a double starts a chicken foot
-                        foot, toes_left = attached, toes
-                        attach = attach_bits[attached]
-                    else:
-                        count = open_count[free_end]
-                        open_count[free_end] = count + 1
-                        if not count:
-                            open_attach |= attach_bits[free_end]
-                        attach = open_attach
-                else:  # R9 a toe, or R7 a spinner arm: a new end either way
-                    if foot >= 0:
-                        toes_left -= 1
-                        if not toes_left:  # R10: the foot is filled
-                            foot = -1
-                    else:
-                        spinner_empty -= 1
-                    count = open_count[free_end]
-                    open_count[free_end] = count + 1
-                    if not count:
-                        open_attach |= attach_bits[free_end]
-                    # The phase's playable ends, in `_refresh_playable`'s order (R9, R7, R6).
-                    if foot >= 0:
-                        attach = attach_bits[foot]
-                    elif spinner_empty:
-                        attach = attach_bits[center]
-                    else:
-                        attach = open_attach
-                drawn = -1
-                seat = next_seat[seat]
-                if not hand:  # R11: a hand emptied
-                    break
-            elif action == pass_action:
-                drawn = -1
-                seat = next_seat[seat]
-            else:  # draw (R8), and on while the variant says and the tile does not fit
-                top -= 1
-                drawn = stock[top]
-                hands[seat] |= tile_bits[drawn]
-                while until_playable and top and not tile_bits[drawn] & attach:
-                    top -= 1
-                    drawn = stock[top]
-                    hands[seat] |= tile_bits[drawn]
-            if not top:  # R11: nobody can place and nobody can draw
-                for bits in hands:
-                    if bits & attach:
-                        break
-                else:
-                    break
-        return _hand_points(cfg.max_pips, cfg.double_blank_value, hands)
-
     def _redeal_error(self, hands: Sequence[Sequence[int]], boneyard: Sequence[int]) -> str:
         """What is wrong with a deal `redeal` refused (the slow path: names the first culprit)."""
         count, seen = self._num_tiles, {}
@@ -996,16 +859,24 @@ class Engine:
 
     def restore(self, snapshot: dict) -> None:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
-        snapshot_format.restore(self, snapshot)
+        position = snapshot_format.read(self.config, self.tables, snapshot)
+        for name in snapshot_format.POSITION_FIELDS:
+            setattr(self, name, getattr(position, name))
+        self._new_boards()  # new arrays: views taken before the restore keep the old position
+        self._hands[:] = position.hands
+        self.on_table[:] = position.on_table
+        self.played_by[:] = position.played_by
+        self.voids[:] = position.voids
+        self._synthetic_arms = position.synthetic_arms
+        self._sync_hands()
+        self._refresh_playable(recount=True)
+        self._settle([])
 
-
-def r13_key(rounds: Sequence[int], tie_break: str = "r13") -> tuple:
-    """R13: one seat's standing from its round points, lower is better: the total; then, with
-    `tie_break="r13"`, more zero rounds; then the lowest non-zero round. Equal keys share."""
-    total = sum(rounds)
-    if tie_break != "r13":
-        return (total,)
-    return (total, -list(rounds).count(0), min((s for s in rounds if s), default=math.inf))
+    @property
+    def synthetic_arms(self) -> bool:
+        """Whether the arms are stand-ins carrying only the open ends (restored from a snapshot
+        without a layout); `snapshot()` leaves them out again."""
+        return self._synthetic_arms
 
 
 def _tile_ids(values: object, count: int, what: str) -> list[int]:
@@ -1039,46 +910,6 @@ _COPIED = {
     "_pass_action", "_value_ids",
 }
 _COPY_AS_IS = tuple(name for name in Engine.__slots__ if name not in _COPIED)
-
-
-@functools.cache
-def _plays(max_pips: int) -> list[tuple[int, int, int]]:
-    """Per tile action (2t + side): the tile's action bits, the value it attaches to and the
-    value it leaves open (`_apply`'s decoding, once per set)."""
-    tables, out = tile_tables(max_pips), []
-    for lo, hi in tables.pairs:
-        bits = tables.tile_bits[len(out) >> 1]
-        out += [(bits, lo, hi), (bits, hi, lo)]
-    return out
-
-
-@functools.cache
-def _even_bit_points(max_pips: int, double_blank_value: int) -> dict[int, int]:
-    """{1 << 2t: tile t's points (R12)}: a hand's action bits hold bit 2t for every tile t (a
-    double has no other), so these bits count each tile once."""
-    points = tile_tables(max_pips).points(double_blank_value).tolist()
-    return {1 << 2 * t: p for t, p in enumerate(points)}
-
-
-def _hand_points(max_pips: int, double_blank_value: int, hands: list[int]) -> list[int]:
-    """R12: each hand's points, from its action bits (`Engine.hand_bits`)."""
-    points = _even_bit_points(max_pips, double_blank_value)
-    even = _even_mask(max_pips)
-    out = []
-    for bits in hands:
-        bits &= even
-        total = 0
-        while bits:
-            low = bits & -bits
-            bits ^= low
-            total += points[low]
-        out.append(total)
-    return out
-
-
-@functools.cache
-def _even_mask(max_pips: int) -> int:
-    return sum(1 << 2 * t for t in range(tile_tables(max_pips).num_tiles))
 
 
 @functools.cache

@@ -3,28 +3,27 @@
 `snapshot(engine)` writes every key of `SNAPSHOT_KEYS` (the public contract: what a position
 is) plus the extras an exact continuation needs (config: the rules only, seed, layout,
 knowledge, history, RNG).
-`restore(engine, snap)` checks a snapshot against the rules before the engine takes it: every
-field's type, every tile in exactly one place (R1, R3), a table the rules can lay out (R5-R10),
-scores and winners that R4/R12/R13 give; anything else raises `SnapshotError` naming the field,
-the engine unchanged. `Engine.snapshot()` / `Engine.restore()` are thin methods over these two.
+`read(config, tables, snap)` checks a snapshot against the rules before any engine takes it:
+every field's type, every tile in exactly one place (R1, R3), a table the rules can lay out
+(R5-R10), scores and winners that R4/R12/R13 give; anything else raises `SnapshotError` naming
+the field. It returns a `Position`, the validated values under the engine's public names, which
+`Engine.restore` takes whole and from which it derives its caches (so this module reads no
+engine internals, and does not import the engine). `Engine.snapshot()` / `Engine.restore()` are
+thin methods over these two.
 
-A restore fills a bare engine in named steps (`_load`): the format (version, keys, container
-types, config), the round (R4, R5), the tiles (R1, R3), the table and its arms (R6-R10), the
-drawn tile (R8), the scores (R4, R12, R13) and the knowledge (voids, played tiles, history,
-seed, RNG); then the engine derives its caches.
+`read` fills the Position in named steps (`_load`): the format (version, keys, container types,
+config), the round (R4, R5), the tiles (R1, R3), the table and its arms (R6-R10), the drawn tile
+(R8), the scores (R4, R12, R13) and the knowledge (voids, played tiles, history, seed, RNG).
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cf_env.core.config import OPTION_FIELDS, ChickenFootConfig
 from cf_env.core.layout import Arm
-
-if TYPE_CHECKING:
-    from cf_env.core.engine import Engine
+from cf_env.core.scoring import r13_winners
+from cf_env.core.tiles import TileTables
 
 # 2: the AEC env's snapshot adds the rewards pending for its agents (`rewards`,
 # `cumulative_rewards`); a game restored without `arms` snapshots without them too. Version 1
@@ -57,7 +56,7 @@ class SnapshotError(ValueError):
     """A snapshot that cannot be restored. The game state is unchanged."""
 
 
-def snapshot(engine: Engine) -> dict:
+def snapshot(engine) -> dict:
     """A JSON-serialisable dict from which `restore` continues exactly (keys: SNAPSHOT_KEYS+).
     A snapshot holds a round in play or a finished game (`Engine.snapshot` refuses the time
     between rounds)."""
@@ -100,51 +99,67 @@ def snapshot(engine: Engine) -> dict:
         "history": [list(h) for h in engine.history],
         "rng": _jsonable_rng_state(engine.rng.bit_generator.state),
     }
-    if engine._synthetic_arms:
+    if engine.synthetic_arms:
         # Restored without a layout: the arms are stand-ins that only carry the open ends,
         # so they are left out again (restore rebuilds them from `open_ends`).
         del snap["arms"], snap["foot_arm"]
     return snap
 
 
-def restore(engine: Engine, snap: dict) -> None:
-    """Continue `engine` from `snap`. Raises `SnapshotError` (state unchanged) if it is invalid."""
-    cls = type(engine)
-    fresh = cls.__new__(cls)
-    fresh.config, fresh.tables, fresh.points = engine.config, engine.tables, engine.points
-    fresh.auto_deal = engine.auto_deal  # driver options, not game state
-    fresh.skip_forced = engine.skip_forced
-    fresh._set_constants()
+def read(config: ChickenFootConfig, tables: TileTables, snap: dict) -> Position:
+    """The position `snap` holds, checked against the rules of `config` (module docstring).
+    Raises `SnapshotError` naming the field if it is invalid; nothing else changes."""
+    position = Position(config, tables)
     try:
-        _load(fresh, snap)
+        _load(position, snap)
     except SnapshotError:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as err:
         raise SnapshotError(f"invalid snapshot: {err!r}") from err
-    for name in cls.__slots__:
-        setattr(engine, name, getattr(fresh, name))
+    return position
+
+
+class Position:
+    """A snapshot's position once `read` has checked it: the values an `Engine` takes in its
+    `restore`, under the position's public names (`POSITION_FIELDS`), the 0/1 boards as plain bool
+    arrays, and whether the arms are stand-ins (`synthetic_arms`: the snapshot had no layout)."""
+
+    def __init__(self, config: ChickenFootConfig, tables: TileTables):
+        self.config, self.tables = config, tables
+        n, count, values = config.num_players, config.num_tiles, config.max_pips + 1
+        self.hands = np.zeros((n, count), bool)
+        self.on_table = np.zeros(count, bool)
+        self.played_by = np.zeros((n, count), bool)
+        self.voids = np.zeros((n, values), bool)
+        self.synthetic_arms = False
+
+    def totals(self) -> list[int]:
+        return [sum(rounds) for rounds in self.scores]
+
+
+# What `Engine.restore` copies from a Position (beside the boards and `synthetic_arms`).
+POSITION_FIELDS = ("round", "center", "current", "start_seat", "hand_counts", "boneyard", "arms",
+                   "tip_arms", "open_count", "foot_value", "toes_left", "spinner_empty",
+                   "foot_arm", "drawn_tile", "game_over", "between_rounds", "scores", "winners",
+                   "history", "deal_order", "seed", "rng")
 
 
 def _jsonable_rng_state(state: dict) -> dict:
     return {k: (_jsonable_rng_state(v) if isinstance(v, dict) else v) for k, v in state.items()}
 
 
-def _load(engine: Engine, snap: dict) -> None:
-    """Fill a bare engine from a snapshot, validating every field against the rules."""
-    foot_arm = _check_format(engine.config, snap)
-    _load_round(engine, snap)
-    start, table = _load_tiles(engine, snap)
-    _load_table(engine, snap, foot_arm, start, table)
-    _load_drawn_tile(engine, snap)
-    _load_scores(engine, snap)
-    _load_knowledge(engine, snap, start)
-    # What the engine derives from the rules state: its caches.
-    if engine.game_over:
-        engine.drawn_tile = -1
-    engine._synthetic_arms = "arms" not in snap
-    engine._sync_hands()
-    engine._refresh_playable(recount=True)
-    engine._settle([])
+def _load(position: Position, snap: dict) -> None:
+    """Fill a Position from a snapshot, validating every field against the rules."""
+    foot_arm = _check_format(position.config, snap)
+    _load_round(position, snap)
+    start, table = _load_tiles(position, snap)
+    _load_table(position, snap, foot_arm, start, table)
+    _load_drawn_tile(position, snap)
+    _load_scores(position, snap)
+    _load_knowledge(position, snap, start)
+    if position.game_over:
+        position.drawn_tile = -1
+    position.synthetic_arms = "arms" not in snap
 
 
 def _seat(value: object, what: str, n: int) -> int:
@@ -153,15 +168,15 @@ def _seat(value: object, what: str, n: int) -> int:
     return value
 
 
-def _tile(engine: Engine, pair: object, what: str) -> int:
-    top = engine.config.max_pips
+def _tile(position: Position, pair: object, what: str) -> int:
+    top = position.config.max_pips
     if (
         not isinstance(pair, (list, tuple))
         or len(pair) != 2
         or not all(isinstance(p, int) and not isinstance(p, bool) and 0 <= p <= top for p in pair)
     ):
         raise SnapshotError(f"{what}: {pair!r} is not a tile [a, b] with 0 <= a, b <= {top}")
-    return int(engine.tables.tile_id[pair[0], pair[1]])
+    return int(position.tables.tile_id[pair[0], pair[1]])
 
 
 def _value(v: object, what: str, top: int) -> int:
@@ -172,14 +187,14 @@ def _value(v: object, what: str, top: int) -> int:
 
 def _check_format(cfg: ChickenFootConfig, snap: dict) -> int:
     """The snapshot's version, keys and container types, and that it was taken under this
-    engine's config. Returns its `foot_arm` (-1 when absent)."""
+    position's config. Returns its `foot_arm` (-1 when absent)."""
     n, top = cfg.num_players, cfg.max_pips
     if not isinstance(snap, dict):
         raise SnapshotError(f"a snapshot is a dict; got {type(snap).__name__}")
     version = snap.get("version", SNAPSHOT_VERSION)
     if isinstance(version, bool) or version not in SNAPSHOT_VERSIONS:
         raise SnapshotError(
-            f"snapshot version {version!r} is not one this engine reads ({SNAPSHOT_VERSIONS}); "
+            f"snapshot version {version!r} is not one this position reads ({SNAPSHOT_VERSIONS}); "
             "a newer chickenfoot wrote it, or it is not a snapshot"
         )
     missing = [k for k in SNAPSHOT_KEYS if k not in snap]
@@ -209,24 +224,24 @@ def _check_format(cfg: ChickenFootConfig, snap: dict) -> int:
         ours = cfg.to_dict()
         diff = [k for k in ours if ours[k] != theirs[k]]
         if diff:
-            detail = ", ".join(f"{k}: snapshot {theirs[k]!r} vs engine {ours[k]!r}" for k in diff)
+            detail = ", ".join(f"{k}: snapshot {theirs[k]!r} vs position {ours[k]!r}" for k in diff)
             raise SnapshotError(f"snapshot was taken under another config ({detail})")
     for key, want in (("max_pips", top), ("num_players", n), ("num_rounds", cfg.num_rounds)):
         if snap[key] != want:
-            raise SnapshotError(f"snapshot {key} is {snap[key]!r}; this engine has {want}")
+            raise SnapshotError(f"snapshot {key} is {snap[key]!r}; this position has {want}")
     return foot_arm
 
 
-def _load_round(engine: Engine, snap: dict) -> None:
+def _load_round(position: Position, snap: dict) -> None:
     """The round, its centre double (R4; R5's `lower_double` variant), the seat to act and the
     seat that placed the start double."""
-    cfg = engine.config
+    cfg = position.config
     n, top = cfg.num_players, cfg.max_pips
     rnd = snap["round"]
     if isinstance(rnd, bool) or not isinstance(rnd, int) or not 0 <= rnd < cfg.num_rounds:
         raise SnapshotError(f"round must be 0..{cfg.num_rounds - 1}; got {rnd!r}")
-    engine.round = rnd
-    engine.center = top - rnd  # R4
+    position.round = rnd
+    position.center = top - rnd  # R4
     if cfg.start_search == "lower_double":  # the variant may start with any lower double
         center = snap["center"]
         if isinstance(center, bool) or not isinstance(center, int) or not 0 <= center <= top - rnd:
@@ -234,17 +249,17 @@ def _load_round(engine: Engine, snap: dict) -> None:
                 f"center must be 0..{top - rnd} in round {rnd} (R4, R5 start_search "
                 f"'lower_double'); got {center!r}"
             )
-        engine.center = center
-    elif snap["center"] != engine.center:
-        raise SnapshotError(f"center must be {engine.center} in round {rnd} (R4); got {snap['center']!r}")
-    engine.current = _seat(snap["current"], "current", n)
-    engine.start_seat = _seat(snap.get("start_seat", (engine.current - 1) % n), "start_seat", n)
+        position.center = center
+    elif snap["center"] != position.center:
+        raise SnapshotError(f"center must be {position.center} in round {rnd} (R4); got {snap['center']!r}")
+    position.current = _seat(snap["current"], "current", n)
+    position.start_seat = _seat(snap.get("start_seat", (position.current - 1) % n), "start_seat", n)
 
 
-def _load_tiles(engine: Engine, snap: dict) -> tuple[int, list[int]]:
+def _load_tiles(position: Position, snap: dict) -> tuple[int, list[int]]:
     """Hands, boneyard and table: every tile in exactly one place (R1, R3), the start double on
     the table (R5). Returns the start double's id and the table's tile ids."""
-    cfg, tables = engine.config, engine.tables
+    cfg, tables = position.config, position.tables
     n, count = cfg.num_players, cfg.num_tiles
     where: dict[int, str] = {}
 
@@ -257,37 +272,36 @@ def _load_tiles(engine: Engine, snap: dict) -> tuple[int, list[int]]:
 
     if not isinstance(snap["hands"], list) or len(snap["hands"]) != n:
         raise SnapshotError(f"hands must list {n} hands")
-    engine._new_boards()
     for s, hand in enumerate(snap["hands"]):
         if not isinstance(hand, list):
             raise SnapshotError(f"hands[{s}] must be a list of tiles; got {hand!r}")
-        ids = [_tile(engine, p, f"hands[{s}]") for p in hand]
+        ids = [_tile(position, p, f"hands[{s}]") for p in hand]
         claim(ids, f"hand {s}")
-        engine._hands[s, ids] = True
-    engine.hand_counts = [int(h.sum()) for h in engine._hands]
-    bone = [_tile(engine, p, "boneyard") for p in snap["boneyard"]]
+        position.hands[s, ids] = True
+    position.hand_counts = [int(h.sum()) for h in position.hands]
+    bone = [_tile(position, p, "boneyard") for p in snap["boneyard"]]
     claim(bone, "boneyard")
-    engine.boneyard = bone[::-1]
-    table = [_tile(engine, p, "table") for p in snap["table"]]
+    position.boneyard = bone[::-1]
+    table = [_tile(position, p, "table") for p in snap["table"]]
     claim(table, "table")
     if len(where) != count:
         lost = [list(tables.pairs[t]) for t in range(count) if t not in where]
         raise SnapshotError(f"tiles missing from hands, boneyard and table: {lost}")
-    engine.on_table[table] = True
-    start = int(tables.double_id[engine.center])
-    if not engine.on_table[start]:
-        raise SnapshotError(f"the start double {[engine.center] * 2} must be on the table (R5)")
+    position.on_table[table] = True
+    start = int(tables.double_id[position.center])
+    if not position.on_table[start]:
+        raise SnapshotError(f"the start double {[position.center] * 2} must be on the table (R5)")
     return start, table
 
 
-def _load_table(engine: Engine, snap: dict, foot_arm: int, start: int, table: list[int]) -> None:
+def _load_table(position: Position, snap: dict, foot_arm: int, start: int, table: list[int]) -> None:
     """The open ends, the empty spinner arms (R7), the pending foot (R9) and the layout: rebuilt
     from "arms" when given (and checked against the rules state), else one synthetic arm per
     open end (enough for the rules, which only need the counts)."""
-    cfg, tables = engine.config, engine.tables
+    cfg, tables = position.config, position.tables
     top = cfg.max_pips
-    engine.arms, engine.tip_arms = [], [[] for _ in range(top + 1)]
-    engine.open_count = [0] * (top + 1)
+    position.arms, position.tip_arms = [], [[] for _ in range(top + 1)]
+    position.open_count = [0] * (top + 1)
     foot = snap["foot"]
     if foot is not None:
         if not isinstance(foot, dict) or not {"double", "toes_left"} <= set(foot):
@@ -295,55 +309,55 @@ def _load_table(engine: Engine, snap: dict, foot_arm: int, start: int, table: li
         toes = foot["toes_left"]
         if isinstance(toes, bool) or not isinstance(toes, int) or not 1 <= toes <= cfg.toes:
             raise SnapshotError(f"foot toes_left must be 1..{cfg.toes}; got {toes!r}")
-        if not engine.on_table[tables.double_id[_value(foot["double"], "foot double", top)]]:
+        if not position.on_table[tables.double_id[_value(foot["double"], "foot double", top)]]:
             raise SnapshotError("the foot's double must be on the table")
-    engine.foot_value = -1 if foot is None else foot["double"]
-    engine.toes_left = 0 if foot is None else foot["toes_left"]
+    position.foot_value = -1 if foot is None else foot["double"]
+    position.toes_left = 0 if foot is None else foot["toes_left"]
     empty = snap["spinner_arms_empty"]
     if isinstance(empty, bool) or not isinstance(empty, int) or not 0 <= empty <= cfg.spinner_arms:
         raise SnapshotError(f"spinner_arms_empty must be 0..{cfg.spinner_arms}; got {empty!r}")
-    engine.spinner_empty = empty
+    position.spinner_empty = empty
     open_ends = sorted(_value(v, "open_ends", top) for v in snap["open_ends"])
     if "arms" in snap:
-        _load_arms(engine, snap["arms"], foot_arm, start, table)
-        derived = sorted(v for v, c in enumerate(engine.open_count) for _ in range(c))
+        _load_arms(position, snap["arms"], foot_arm, start, table)
+        derived = sorted(v for v, c in enumerate(position.open_count) for _ in range(c))
         if derived != open_ends:
             raise SnapshotError(f"open_ends {open_ends} disagree with the arms (which give {derived})")
     else:
-        _check_open_ends(engine, table, open_ends)
-        engine.foot_arm = -1
+        _check_open_ends(position, table, open_ends)
+        position.foot_arm = -1
         for v in open_ends:
-            engine.tip_arms[v].append(len(engine.arms))
-            engine.arms.append(Arm(-1, [], v))
-            engine.open_count[v] += 1
-    if engine.foot_value >= 0 and engine.spinner_empty:
+            position.tip_arms[v].append(len(position.arms))
+            position.arms.append(Arm(-1, [], v))
+            position.open_count[v] += 1
+    if position.foot_value >= 0 and position.spinner_empty:
         raise SnapshotError("a foot cannot be pending while spinner arms are empty (R7, R9)")
 
 
-def _load_drawn_tile(engine: Engine, snap: dict) -> None:
+def _load_drawn_tile(position: Position, snap: dict) -> None:
     """R8: a tile just drawn is in the acting seat's hand."""
     drawn = snap["drawn_tile"]
-    engine.drawn_tile = -1 if drawn is None else _tile(engine, drawn, "drawn_tile")
-    if drawn is not None and not engine._hands[engine.current, engine.drawn_tile]:
-        raise SnapshotError(f"drawn_tile {drawn} is not in the hand of seat {engine.current}")
+    position.drawn_tile = -1 if drawn is None else _tile(position, drawn, "drawn_tile")
+    if drawn is not None and not position.hands[position.current, position.drawn_tile]:
+        raise SnapshotError(f"drawn_tile {drawn} is not in the hand of seat {position.current}")
 
 
-def _load_scores(engine: Engine, snap: dict) -> None:
+def _load_scores(position: Position, snap: dict) -> None:
     """Scores of the finished rounds (R4, R12; the `target_score` variant), hand sizes the
     rules can produce, and the winners (R13)."""
-    cfg = engine.config
-    n, rnd = cfg.num_players, engine.round
+    cfg = position.config
+    n, rnd = cfg.num_players, position.round
     scores = snap["scores"]
     if not isinstance(scores, list) or len(scores) != n:
         raise SnapshotError(f"scores must list {n} seats")
-    engine.game_over = snap["game_over"]
-    engine.between_rounds = False
-    if cfg.target_score is None and engine.game_over and rnd != cfg.num_rounds - 1:
+    position.game_over = snap["game_over"]
+    position.between_rounds = False
+    if cfg.target_score is None and position.game_over and rnd != cfg.num_rounds - 1:
         raise SnapshotError(
             f"game_over is true in round {rnd}, but a game ends after its last round "
             f"{cfg.num_rounds - 1} (R4)"
         )
-    played = rnd + 1 if engine.game_over else rnd
+    played = rnd + 1 if position.game_over else rnd
     for s, rows in enumerate(scores):
         if not isinstance(rows, list):
             raise SnapshotError(f"scores[{s}] must list {played} finished round(s); got {rows!r}")
@@ -357,34 +371,34 @@ def _load_scores(engine: Engine, snap: dict) -> None:
             raise SnapshotError(f"scores[{s}] must list {played} finished round(s); got {rows!r}")
         if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in rows):
             raise SnapshotError(f"scores[{s}] must hold non-negative ints; got {rows!r}")
-    engine.scores = [list(rows) for rows in scores]
+    position.scores = [list(rows) for rows in scores]
     if cfg.target_score is not None:
-        _check_target(engine)
-    _check_hands(engine)
-    engine.winners = engine._winners() if engine.game_over else []
-    if sorted(snap["winners"]) != engine.winners:
-        raise SnapshotError(f"winners {snap['winners']!r} disagree with R13 ({engine.winners})")
+        _check_target(position)
+    _check_hands(position)
+    position.winners = r13_winners(position.scores, position.config.tie_break) if position.game_over else []
+    if sorted(snap["winners"]) != position.winners:
+        raise SnapshotError(f"winners {snap['winners']!r} disagree with R13 ({position.winners})")
 
 
-def _load_knowledge(engine: Engine, snap: dict, start: int) -> None:
+def _load_knowledge(position: Position, snap: dict, start: int) -> None:
     """What the game revealed and how it goes on: voids, who played which tile, the history,
     the seed and the RNG state."""
-    cfg, tables = engine.config, engine.tables
+    cfg, tables = position.config, position.tables
     n, top = cfg.num_players, cfg.max_pips
     for s, vals in enumerate(snap.get("voids", [[]] * n)):
-        engine.voids[s, [_value(v, "voids", top) for v in vals]] = True
+        position.voids[s, [_value(v, "voids", top) for v in vals]] = True
     for s, pairs in enumerate(snap.get("played_by", [[]] * n)):
         if not isinstance(pairs, list):
             raise SnapshotError(f"played_by[{s}] must be a list of tiles; got {pairs!r}")
-        ids = [_tile(engine, p, "played_by") for p in pairs]
-        if not engine.on_table[ids].all():
+        ids = [_tile(position, p, "played_by") for p in pairs]
+        if not position.on_table[ids].all():
             raise SnapshotError("played_by names a tile that is not on the table")
         if start in ids:
             raise SnapshotError(f"played_by[{s}] names the start double, which no seat plays (R5)")
-        twice = [list(tables.pairs[t]) for t in ids if engine.played_by[:, t].any()]
+        twice = [list(tables.pairs[t]) for t in ids if position.played_by[:, t].any()]
         if twice or len(set(ids)) != len(ids):
             raise SnapshotError(f"played_by[{s}] names tile(s) {twice or pairs} another entry names too")
-        engine.played_by[s, ids] = True  # (it may leave tiles out: positions built by hand)
+        position.played_by[s, ids] = True  # (it may leave tiles out: positions built by hand)
     for h in snap.get("history", []):
         if not (
             isinstance(h, list)
@@ -392,30 +406,30 @@ def _load_knowledge(engine: Engine, snap: dict, start: int) -> None:
             and all(isinstance(x, int) and not isinstance(x, bool) for x in h)
         ):
             raise SnapshotError(f"history entries are [round, seat, action]; got {h!r}")
-    engine.history = [tuple(h) for h in snap.get("history", [])]
-    engine.deal_order = None  # a snapshot does not say how its round was shuffled
+    position.history = [tuple(h) for h in snap.get("history", [])]
+    position.deal_order = None  # a snapshot does not say how its round was shuffled
     seed = snap.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise SnapshotError(f"seed must be null or a non-negative int; got {seed!r}")
-    engine.seed = seed
-    engine.rng = np.random.default_rng()
+    position.seed = seed
+    position.rng = np.random.default_rng()
     if "rng" in snap:
         try:
-            engine.rng.bit_generator.state = snap["rng"]
+            position.rng.bit_generator.state = snap["rng"]
         except (TypeError, ValueError, KeyError) as err:
-            raise SnapshotError(f"rng state is not a valid {type(engine.rng.bit_generator).__name__} state") from err
+            raise SnapshotError(f"rng state is not a valid {type(position.rng.bit_generator).__name__} state") from err
 
 
-def _check_target(engine: Engine) -> None:
+def _check_target(position: Position) -> None:
     """Variant target_score: the game runs while no total passes the target, and ends in the
     round in which one does."""
-    target, totals = engine.config.target_score, engine.totals()
-    if not engine.game_over and max(totals) > target:
+    target, totals = position.config.target_score, position.totals()
+    if not position.game_over and max(totals) > target:
         raise SnapshotError(
             f"totals {totals} pass target_score {target}, so the game is over; game_over is false"
         )
-    if engine.game_over:
-        before = [t - rows[-1] for t, rows in zip(totals, engine.scores)] if engine.scores[0] else totals
+    if position.game_over:
+        before = [t - rows[-1] for t, rows in zip(totals, position.scores)] if position.scores[0] else totals
         if max(totals) <= target or max(before) > target:
             raise SnapshotError(
                 f"game_over is true, but a game to target_score {target} ends in the round in "
@@ -423,30 +437,30 @@ def _check_target(engine: Engine) -> None:
             )
 
 
-def _check_hands(engine: Engine) -> None:
+def _check_hands(position: Position) -> None:
     """Hand sizes the rules can produce. A round ends as soon as a hand empties (R11). A hand
     grows past the deal (R3) only by tiles drawn from the boneyard (R5's search, R8), so the
     hands' excess over `hand_size` is at most the tiles that have left the boneyard.
     (A boneyard larger than the deal leaves is accepted: scenario positions with short hands.)"""
-    cfg = engine.config
+    cfg = position.config
     size = cfg.hand_size
-    if not engine.game_over:
-        empty = [s for s, c in enumerate(engine.hand_counts) if c == 0]
+    if not position.game_over:
+        empty = [s for s, c in enumerate(position.hand_counts) if c == 0]
         if empty:
             raise SnapshotError(
                 f"hands{empty} empty while the round runs, but a round ends as soon as a hand "
                 "empties (R11)"
             )
-    drawn = max(0, cfg.num_tiles - cfg.num_players * size - len(engine.boneyard))
-    excess = sum(max(0, c - size) for c in engine.hand_counts)
+    drawn = max(0, cfg.num_tiles - cfg.num_players * size - len(position.boneyard))
+    excess = sum(max(0, c - size) for c in position.hand_counts)
     if excess > drawn:
         raise SnapshotError(
-            f"hand sizes {engine.hand_counts} exceed the deal of {size} by {excess} tiles, but only "
+            f"hand sizes {position.hand_counts} exceed the deal of {size} by {excess} tiles, but only "
             f"{drawn} have left the boneyard (R3, R5, R8: a hand grows only by drawing)"
         )
 
 
-def _check_open_ends(engine: Engine, table: list[int], open_ends: list[int]) -> None:
+def _check_open_ends(position: Position, table: list[int], open_ends: list[int]) -> None:
     """Without a layout, `open_ends` must be what the table's tiles can show (necessary
     conditions, exact for the count). Each non-double tile leaves one open end of a value it
     carries or covers one; each other double on the table is a chicken foot (R9: the only double
@@ -454,11 +468,11 @@ def _check_open_ends(engine: Engine, table: list[int], open_ends: list[int]) -> 
     `spinner_arms` (R7). So the open ends number (filled spinner arms) + (toes − 1) × (feet)
     − (toes still owed), at most as many of a value as non-double table tiles carry it, and per
     value with the parity those counts give."""
-    cfg, tables = engine.config, engine.tables
-    center, values = engine.center, cfg.max_pips + 1
+    cfg, tables = position.config, position.tables
+    center, values = position.center, cfg.max_pips + 1
     start = int(tables.double_id[center])
-    owed = engine.toes_left if engine.foot_value >= 0 else 0
-    filled = cfg.spinner_arms - engine.spinner_empty
+    owed = position.toes_left if position.foot_value >= 0 else 0
+    filled = cfg.spinner_arms - position.spinner_empty
     carriers, feet = [0] * values, [0] * values
     for t in table:
         if t == start:
@@ -469,9 +483,9 @@ def _check_open_ends(engine: Engine, table: list[int], open_ends: list[int]) -> 
         else:
             carriers[lo] += 1
             carriers[hi] += 1
-    if engine.spinner_empty and len(table) != 1 + filled:
+    if position.spinner_empty and len(table) != 1 + filled:
         raise SnapshotError(
-            f"spinner_arms_empty is {engine.spinner_empty}, so the table holds the start double "
+            f"spinner_arms_empty is {position.spinner_empty}, so the table holds the start double "
             f"and one tile per filled arm ({1 + filled} tiles, R7); it holds {len(table)}"
         )
     want = filled + (cfg.toes - 1) * sum(feet) - owed
@@ -481,7 +495,7 @@ def _check_open_ends(engine: Engine, table: list[int], open_ends: list[int]) -> 
         for v in range(values)
         if counts[v] > carriers[v]
         or (counts[v] - (v == center) * filled - carriers[v] - (cfg.toes - 1) * feet[v]
-            + (v == engine.foot_value) * owed) % 2
+            + (v == position.foot_value) * owed) % 2
     ]
     if len(open_ends) != want or bad:
         raise SnapshotError(
@@ -491,8 +505,8 @@ def _check_open_ends(engine: Engine, table: list[int], open_ends: list[int]) -> 
         )
 
 
-def _load_arms(engine: Engine, arms: list, foot_arm: int, start: int, table: list[int]) -> None:
-    tables, cfg = engine.tables, engine.config
+def _load_arms(position: Position, arms: list, foot_arm: int, start: int, table: list[int]) -> None:
+    tables, cfg = position.tables, position.config
     placed: set[int] = set()
     spinner = 0
     for index, spec in enumerate(arms):
@@ -501,9 +515,9 @@ def _load_arms(engine: Engine, arms: list, foot_arm: int, start: int, table: lis
         parent = spec["parent"]
         if parent == -1:
             spinner += 1
-            anchor = engine.center
-        elif isinstance(parent, int) and 0 <= parent < index and engine.arms[parent].tip == -1:
-            anchor = tables.pairs[engine.arms[parent].tiles[-1][0]][0]
+            anchor = position.center
+        elif isinstance(parent, int) and 0 <= parent < index and position.arms[parent].tip == -1:
+            anchor = tables.pairs[position.arms[parent].tiles[-1][0]][0]
         else:
             raise SnapshotError(f"arm {index}: parent {parent!r} is not an earlier closed foot arm")
         arm = Arm(parent)
@@ -519,26 +533,26 @@ def _load_arms(engine: Engine, arms: list, foot_arm: int, start: int, table: lis
             expected = pair[1]
         closed = bool(arm.tiles) and tables.is_double[arm.tiles[-1][0]]
         arm.tip = -1 if closed or not arm.tiles else expected
-        engine.arms.append(arm)
+        position.arms.append(arm)
         if arm.tip >= 0:
-            engine.open_count[arm.tip] += 1
-            engine.tip_arms[arm.tip].append(index)
+            position.open_count[arm.tip] += 1
+            position.tip_arms[arm.tip].append(index)
     if placed | {start} != set(table):
         raise SnapshotError("the arms do not hold exactly the table's tiles")
-    if cfg.spinner_arms - spinner != engine.spinner_empty:
+    if cfg.spinner_arms - spinner != position.spinner_empty:
         raise SnapshotError(
-            f"spinner_arms_empty is {engine.spinner_empty} but the arms fill {spinner} of {cfg.spinner_arms}"
+            f"spinner_arms_empty is {position.spinner_empty} but the arms fill {spinner} of {cfg.spinner_arms}"
         )
-    engine.foot_arm = foot_arm if engine.foot_value >= 0 else -1
-    for index, arm in enumerate(engine.arms):  # R9: every other chicken foot has all its toes
-        if arm.tiles and tables.is_double[arm.tiles[-1][0]] and index != engine.foot_arm:
-            toes = sum(1 for a in engine.arms if a.parent == index)
+    position.foot_arm = foot_arm if position.foot_value >= 0 else -1
+    for index, arm in enumerate(position.arms):  # R9: every other chicken foot has all its toes
+        if arm.tiles and tables.is_double[arm.tiles[-1][0]] and index != position.foot_arm:
+            toes = sum(1 for a in position.arms if a.parent == index)
             if toes != cfg.toes:
                 raise SnapshotError(
                     f"arm {index} ends in a chicken-foot double with {toes} of {cfg.toes} toes, "
                     f"so a foot must be pending (R9); the snapshot's foot says otherwise"
                 )
-    if engine.foot_value >= 0:
-        toes = sum(1 for a in engine.arms if a.parent == foot_arm)
-        if not (0 <= foot_arm < len(engine.arms)) or cfg.toes - toes != engine.toes_left:
+    if position.foot_value >= 0:
+        toes = sum(1 for a in position.arms if a.parent == foot_arm)
+        if not (0 <= foot_arm < len(position.arms)) or cfg.toes - toes != position.toes_left:
             raise SnapshotError("foot disagrees with the arms (its double or its toes left)")
