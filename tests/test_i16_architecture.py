@@ -14,8 +14,9 @@ it stands, where adapters offer `render()` and the single-agent env's opponents 
     cf_env           the package facade (`cf_env/__init__.py`, `_moved`): anything in cf_env
     training         trainers (outside the package)   + cf_env; cf_env never imports training
 
-A module may import its own layer (siblings), never a higher one; and no two modules may reach
-each other through imports (a cycle), in any layer. `python tests/test_i16_architecture.py DIR`
+A module may import its own layer (siblings), never a higher one; no two modules may reach
+each other through imports (a cycle, annotation-only imports included), in any layer; and no
+module imports another's `_` names or reads the engine's. `python tests/test_i16_architecture.py DIR`
 prints the violations found in the tree at DIR (a copy, to try a change).
 """
 
@@ -244,9 +245,10 @@ def find_cycles(edges: dict[str, dict[str, int]]) -> list[tuple[list[str], list[
 
 def cycle_violations(root: Path) -> list[str]:
     """(d) Import cycles among the project's modules, each as a path with the import lines.
-    Imports for annotations only (`if TYPE_CHECKING:`) do not count: they never run. The
-    layer checks do count them: a type from a higher layer is a dependency all the same."""
-    _, edges, _ = import_graph(root, runtime_only=True)
+    Imports for annotations only (`if TYPE_CHECKING:`) count too: they never run, but a module
+    that needs another's types to be read depends on it all the same (a circle hidden that way
+    is still a circle)."""
+    _, edges, _ = import_graph(root)
     out = []
     for cycle, group in find_cycles(edges):
         path = " -> ".join(f"{a} (line {edges[a][b]})" for a, b in zip(cycle, cycle[1:]))
@@ -286,7 +288,7 @@ def test_i16_the_checker_sees_lazy_relative_and_cyclic_imports(tmp_path):
         "cf_env/core/__init__.py": "",
         "cf_env/core/engine.py": "def f():\n    import gymnasium\n    from cf_env.envs import env\n",
         "cf_env/core/tiles.py": "import numpy, json\nfrom . import engine, config\n",
-        # tiles -> config at run time, config -> tiles for annotations only: not a cycle
+        # tiles -> config at run time, config -> tiles for annotations only: a cycle too
         "cf_env/core/config.py": "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from cf_env.core.tiles import T\n",
         "cf_env/envs/__init__.py": "",
@@ -312,6 +314,8 @@ def test_i16_the_checker_sees_lazy_relative_and_cyclic_imports(tmp_path):
     assert cycle_violations(tmp_path) == [
         "cycle among cf_env.agents.bots, cf_env.agents.ismcts: "
         "cf_env.agents.bots (line 4) -> cf_env.agents.ismcts (line 1) -> cf_env.agents.bots",
+        "cycle among cf_env.core.config, cf_env.core.tiles: "
+        "cf_env.core.config (line 3) -> cf_env.core.tiles (line 2) -> cf_env.core.config",
     ]
 
 
@@ -340,15 +344,15 @@ def test_i16_engine_imports_without_gymnasium_and_pettingzoo():
 
 
 def engine_internal_reads(root: Path) -> list[str]:
-    """Uses of the engine's private names (its `_` slots and methods) outside `cf_env.core`,
-    on anything but `self`: above the core, modules use the engine's public methods only."""
+    """Uses of the engine's private names (its `_` slots and methods) outside its own module,
+    on anything but `self`: every other module uses the engine's public methods only."""
     from cf_env.core.engine import Engine
 
     private = {n for n in Engine.__slots__ if n.startswith("_")}
     private |= {n for n in vars(Engine) if n.startswith("_") and not n.startswith("__")}
     found = []
     for module, path in modules_under(root).items():
-        if layer(module) == "cf_env.core":
+        if module == "cf_env.core.engine":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Attribute) and node.attr in private
@@ -364,6 +368,30 @@ def test_i16_nothing_above_the_core_reaches_into_engine_internals(tmp_path):
     play.parent.mkdir(parents=True)
     play.write_text("def peek(engine):\n    return engine._legal\n", encoding="utf-8")
     assert engine_internal_reads(tmp_path) == ["cf_env.tools.play:2 reads engine._legal"]
+
+
+def private_imports(root: Path) -> list[str]:
+    """`from <project module> import _name` in another module: a module's `_` names are its own."""
+    modules = modules_under(root)
+    found = []
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module in modules:
+                found += [f"{module}:{node.lineno} imports {node.module}.{alias.name}"
+                          for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")
+                          and f"{node.module}.{alias.name}" not in modules]
+    return found
+
+
+def test_modules_import_no_private_name_of_another_module(tmp_path):
+    assert private_imports(ROOT) == []
+    # The check sees one (a copy of one module with one added):
+    kernel = tmp_path / "cf_env" / "core" / "kernel.py"
+    kernel.parent.mkdir(parents=True)
+    (tmp_path / "cf_env" / "core" / "observation.py").write_text("def _divisors():\n    pass\n")
+    kernel.write_text("from cf_env.core.observation import _divisors\n", encoding="utf-8")
+    assert private_imports(tmp_path) == ["cf_env.core.kernel:1 imports cf_env.core.observation._divisors"]
 
 
 def test_i16_old_flat_paths_are_the_moved_modules():
@@ -401,6 +429,7 @@ if __name__ == "__main__":
         ("layer order", layer_violations(tree)),
         ("cycles", cycle_violations(tree)),
         ("engine internals", engine_internal_reads(tree)),
+        ("private imports", private_imports(tree)),
     ):
         print(f"{title}: {len(found)}")
         for line in found:

@@ -396,7 +396,7 @@ class OpponentEvidence:
             owner[c, [where[t] for t in boneyard]] = n - 1
         allowed = np.ones((n, unseen.size), bool)
         for seat in range(n - 1):
-            allowed[seat] = [sampler._allowed(int(t), seat) for t in unseen]
+            allowed[seat] = [sampler.allowed(int(t), seat) for t in unseen]
         # A swap between holders with no events leaves the likelihood as it is: only the
         # proposals that touch an opponent with events go through the network.
         evented = np.array([bool(self.events[seat + 1]) for seat in range(n - 1)] + [False])

@@ -107,7 +107,7 @@ class DealSampler:
             # No consistent deal: the void record is stale (a kept playable drawn tile, R8).
             k = max(
                 (k for k in range(len(sizes)) if self.voids[k]),
-                key=lambda k: sum(1 for t in unseen if not self._allowed(t, k)),
+                key=lambda k: sum(1 for t in unseen if not self.allowed(t, k)),
             )
             self.voids[k] = set()
             self.relaxed.append(k + 1)
@@ -121,19 +121,21 @@ class DealSampler:
         return cls(unseen, sizes, int(state.boneyard), voids, tables, rng, **kw)
 
     # ------------------------------------------------------------------ set-up
-    def _allowed(self, t: int, k: int) -> bool:
+    def allowed(self, t: int, k: int) -> bool:
+        """Whether unseen tile t may be in hidden hand k: it carries no value that seat showed
+        it lacks (R8)."""
         lo, hi = self.pairs[t]
         return lo not in self.voids[k] and hi not in self.voids[k]
 
     def _setup(self, max_cells: int) -> bool:
         """Tabulate the completion counts; False when no consistent deal exists."""
         m = len(self.sizes)
-        excluded = [[t for t in self.unseen if not self._allowed(t, k)] for k in range(m)]
+        excluded = [[t for t in self.unseen if not self.allowed(t, k)] for k in range(m)]
         self.held = [k for k in range(m) if excluded[k] and self.sizes[k]]  # constrained opponents
         self.pool_seats = [k for k in range(m) if k not in self.held]
         held = self.held
-        self.free = [t for t in self.unseen if all(self._allowed(t, k) for k in held)]
-        constrained = [t for t in self.unseen if not all(self._allowed(t, k) for k in held)]
+        self.free = [t for t in self.unseen if all(self.allowed(t, k) for k in held)]
+        constrained = [t for t in self.unseen if not all(self.allowed(t, k) for k in held)]
         dims = [self.sizes[k] + 1 for k in held]
         cells = math.prod(dims)
         if cells * (len(constrained) + 1) > max_cells:
@@ -155,7 +157,7 @@ class DealSampler:
         suffix = [table]
         allowed = []
         for t in reversed(constrained):
-            ways = [j for j, k in enumerate(held) if self._allowed(t, k)]
+            ways = [j for j, k in enumerate(held) if self.allowed(t, k)]
             nxt = table.copy()
             for j in ways:
                 dst = [slice(None)] * len(dims)
@@ -236,7 +238,7 @@ class DealSampler:
             for size in self.sizes:
                 hands.append(order[at : at + size])
                 at += size
-            if all(self._allowed(t, k) for k, hand in enumerate(hands) for t in hand):
+            if all(self.allowed(t, k) for k, hand in enumerate(hands) for t in hand):
                 return hands, order[at:]
         shuffled = [tiles[i] for i in self.rng.permutation(len(tiles)).tolist()]
         dealt = self._fill(shuffled, strict=False)
@@ -247,7 +249,7 @@ class DealSampler:
         """The most constrained opponent picks first from `tiles` (in their order), taking
         tiles it may hold; strict: None when one cannot be served, else it takes any tiles."""
         m = len(self.sizes)
-        fits = [[self._allowed(t, k) for t in tiles] for k in range(m)]
+        fits = [[self.allowed(t, k) for t in tiles] for k in range(m)]
         taken = [False] * len(tiles)
         hands: list[list[int]] = [[] for _ in range(m)]
         for k in sorted(range(m), key=lambda k: sum(fits[k])):
