@@ -49,36 +49,9 @@ ClipPPOLoss/GAE over tensordicts would fit the math but is not installed, and it
 plumbing adds per-call overhead that only pays off at much larger batches; the loss here is a
 dozen tensor ops on preallocated arrays.
 
-Figures (2 cores shared with other jobs, default config: 4 players double-9, 256x256 tanh,
-128 games, 8,192 decisions per rollout; `SelfPlayTrainer.iterate` timed over 3 iterations after
-2 of warm-up; learner decisions per second):
-
-| what | per decision | decisions/s |
-|---|---:|---:|
-| collection alone, in process (pool share 0.25; 0 = pure self-play: 55 µs) | 89–100 µs | ~10,500 |
-| update, 4 epochs x 512, 1 thread (43 µs per sample per epoch) | 173 µs | |
-| update, 4 epochs x 512, 2 threads (27 µs per sample per epoch) | 109 µs | |
-| update, 2 epochs x 1,024, 1 thread, beside the collector process (34 µs/sample/epoch) | 67 µs | |
-| update, 2 epochs x 1,024, 2 threads, alone (21 µs/sample/epoch) | 42 µs | |
-| end to end, sync, 1 process, 1 thread, 4 x 512 | | 3,656 |
-| end to end, sync, 1 process, 2 threads, 4 x 512 | | 5,048 |
-| end to end, overlap (collector process + update), 4 x 512 | | 6,305 |
-| end to end, sync, 2 threads, 2 x 1,024 | | 7,811 |
-| end to end, overlap, 2 x 1,024 (before shared memory and bf16) | | 9,584 (9,300 over a 4M run) |
-
-Later, on an idle machine (2026-12-02, `SelfPlayTrainer`'s parts timed alone, one thread):
-collection 70–77 µs per decision; update 2 x 1,024 69–73 µs in float32, 42–47 µs with bf16
-autocast; pickling a rollout through the pipe cost ~8–14 µs per decision across both processes,
-the shared-memory block ~0.5. `python -m training.bench`: 14,752 decisions per wall second,
-8,445 per CPU second (2.28x MaskablePPO's ceiling).
-
-So the update, not the env, is the cost: overlap (one collector process beside the update) beats
-a synchronous loop with 2 torch threads, and 2 epochs of 1,024 halve the update's cost (more
-samples per gradient step are cheaper per sample). Collection's own cost: the observations kept
-per seat (`SeatView`, ~15 µs per learner decision with four learner seats), the batched forward
-of actor and critic (~10 µs), the engine (~10 µs) and the heuristic opponents (~200 µs per
-heuristic decision, ~15 µs per learner decision at the default mix). Per CPU second against
-MaskablePPO's ceiling: `python -m training.bench` (README, Training).
+Speed: the update, not the collection, is the cost now that the collector runs on the compiled
+core (`training/collector.py`); figures, the commands that measure them and the history of the
+process layout's choices are in docs/speed/training.md (`python -m training.bench`).
 """
 
 from __future__ import annotations
