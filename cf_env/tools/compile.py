@@ -1,9 +1,9 @@
 """`python -m cf_env.tools.compile`: compile the project's numba functions into numba's on-disk
 cache (the `__pycache__` folders beside their sources), so that no later command waits for it.
 
-The compiled code (`cf_env.core.kernel`, `cf_env.agents.kernel_bots`) is compiled on first use and
-cached; from an empty cache that takes tens of seconds (the figures are in docs/speed/kernel.md),
-paid once per checkout and machine. `make` runs this right after installing, so the first demo,
+The compiled code (`cf_env.core.kernel`, `cf_env.agents.kernel_bots`,
+`cf_env.agents.kernel_search`) is compiled on first use and cached; from an empty cache that takes
+tens of seconds (the figures are in docs/speed/kernel.md), paid once per checkout and machine. `make` runs this right after installing, so the first demo,
 training run or test run after a fresh set-up loads the cache instead. It drives every entry point
 through the public wrappers with the argument types they pass in use (one compilation serves every
 config: only the shapes and the `params` row change). The parts compile at once, each in a child
@@ -45,7 +45,17 @@ def _bots() -> None:
     games.step(out.action_mask.argmax(axis=1))
 
 
-PARTS = (_rules_and_observations, _bots)
+def _search() -> None:
+    from cf_env.agents.policies import load_policy
+    from cf_env.core.config import ChickenFootConfig
+    from cf_env.envs.env import raw_env
+
+    env = raw_env()
+    env.reset(seed=0)
+    load_policy("ismcts:20", ChickenFootConfig(), seed=0).act(env.observe(env.agent_selection))
+
+
+PARTS = (_rules_and_observations, _bots, _search)
 
 
 def main(argv: list[str] | None = None) -> int:

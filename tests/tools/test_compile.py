@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from cf_env.agents import kernel_bots
+from cf_env.agents import kernel_bots, kernel_search
 from cf_env.core import kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = [kernel.batch_step, kernel.batch_legal, kernel.batch_observe,
                 kernel.batch_privileged, kernel.games_step, kernel.batch_reset,
-                kernel_bots.batch_advance]
+                kernel_bots.batch_advance, kernel_search.search]
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing compiles")
@@ -47,4 +47,4 @@ def test_compile_tool_reports_a_failing_part_and_exits_1(monkeypatch, capsys):
 
     monkeypatch.setattr(tool.subprocess, "Popen", Failed)
     assert tool.main([]) == 1
-    assert "error: compiling part(s) [0, 1] failed" in capsys.readouterr().err
+    assert "error: compiling part(s) [0, 1, 2] failed" in capsys.readouterr().err
