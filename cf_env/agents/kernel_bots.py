@@ -40,9 +40,10 @@ from cf_env.core.kernel import (
     P_TOES,
     ZERO,
     apply_action,
+    count_bits,
     jit,
     legal_into,
-    popcount,
+    nth_bit,
     state_of,
     tables_of,
 )
@@ -87,33 +88,8 @@ def _has(words, i, action):
 
 
 @jit
-def _count(words, i):
-    total = 0
-    for k in range(words.shape[1]):
-        total += popcount(words[i, k])
-    return total
-
-
-@jit
-def _nth(words, i, pick):
-    """The pick-th (0-based) set bit of words[i], in ascending order."""
-    for k in range(words.shape[1]):
-        word = words[i, k]
-        here = popcount(word)
-        if pick >= here:
-            pick -= here
-            continue
-        for b in range(64):
-            if (word >> np.uint64(b)) & ONE != ZERO:
-                if pick == 0:
-                    return 64 * k + b
-                pick -= 1
-    return -1
-
-
-@jit
 def _lowest(words, i):
-    return _nth(words, i, 0)
+    return nth_bit(words, i, 0)
 
 
 @jit
@@ -217,7 +193,7 @@ def bot_action(st, tb, weights, kind, bot_rng, i, legal, scores, counts):
     """The action bot `kind` takes in game i, given its legal bitset legal[i] (two or more
     actions), with the scratch of `bot_scratch`."""
     if kind == RANDOM:
-        return _nth(legal, i, int(next_uniform(bot_rng, i) * _count(legal, i)))
+        return nth_bit(legal, i, int(next_uniform(bot_rng, i) * count_bits(legal, i)))
     if kind == GREEDY:
         greedy_scores(st, tb, i, legal, scores)
         return _best_of(scores, 0.0, bot_rng, i)
@@ -241,7 +217,7 @@ def batch_advance(sbuf, slay, tbuf, tlay, weights, seat_kind, bot_rng, skip_forc
         while True:
             legal_into(st, tb, i, legal_out)
             kind = seat_kind[i, st.current[i]]
-            count = _count(legal_out, i)
+            count = count_bits(legal_out, i)
             if kind == OUTSIDE and not (skip_forced and count == 1):
                 stop[i] = WAITING
                 break

@@ -73,10 +73,13 @@ from cf_env.core.kernel import (
     KernelBatch,
     KernelTables,
     apply_action,
+    count_bits,
     is_legal,
     jit,
     legal_into,
+    nth_bit,
     num_words,
+    popcount,
 )
 
 # `apply_action` compiled again to be inlined where it is called: a call that is not inlined
@@ -268,52 +271,11 @@ def deal_hidden(st, tb, i, deal):
         st.boneyard[i, j] = deal[at + j - start]
 
 
-M1 = np.uint64(0x5555555555555555)
-M2 = np.uint64(0x3333333333333333)
-M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-
-
-@jit
-def bit_count(word):
-    """Set bits of a uint64 in a fixed number of steps (SWAR, no multiply: nothing overflows,
-    also as plain Python); the kernel's `popcount` loops once per set bit."""
-    word = word - ((word >> ONE) & M1)
-    word = (word & M2) + ((word >> np.uint64(2)) & M2)
-    word = (word + (word >> np.uint64(4))) & M4
-    word = word + (word >> np.uint64(8))
-    word = word + (word >> np.uint64(16))
-    word = word + (word >> np.uint64(32))
-    return int(word & np.uint64(0x7F))
-
-
-@jit
-def _count(legal, i):
-    total = 0
-    for k in range(legal.shape[1]):
-        total += bit_count(legal[i, k])
-    return total
-
-
-@jit
-def _nth(words, i, pick):
-    """The pick-th (0-based) set bit of words[i], ascending; -1 if there are fewer."""
-    for k in range(words.shape[1]):
-        word = words[i, k]
-        here = bit_count(word)
-        if pick >= here:
-            pick -= here
-            continue
-        for _ in range(pick):
-            word &= word - ONE  # drop the lowest set bit
-        return 64 * k + bit_count((word & (~word + ONE)) - ONE)
-    return -1
-
-
 @jit
 def _score(hands, i, seat, value, follow, weight, a):
     shared = 0
     for k in range(follow.shape[1]):
-        shared += bit_count(hands[i, seat, k] & follow[a, k])
+        shared += popcount(hands[i, seat, k] & follow[a, k])
     return value[a] + weight * shared
 
 
@@ -328,7 +290,7 @@ def rule_action(hands, i, seat, value, follow, weight, rng, legal):
         while word != ZERO:
             low = word & (~word + ONE)
             word ^= low
-            a = 64 * k + bit_count(low - ONE)
+            a = 64 * k + popcount(low - ONE)
             score = _score(hands, i, seat, value, follow, weight, a)
             if score > top:
                 top, best, tied = score, a, 1
@@ -342,7 +304,7 @@ def rule_action(hands, i, seat, value, follow, weight, rng, legal):
         while word != ZERO:
             low = word & (~word + ONE)
             word ^= low
-            a = 64 * k + bit_count(low - ONE)
+            a = 64 * k + popcount(low - ONE)
             if _score(hands, i, seat, value, follow, weight, a) == top:
                 if pick == 0:
                     return a
@@ -364,8 +326,8 @@ def playout(st, tb, i, value, follow, weight, rng, first, legal, moves):
     while True:
         if action < 0:
             legal_into(st, tb, i, legal)
-            if _count(legal, i) == 1:
-                action = _nth(legal, i, 0)
+            if count_bits(legal, i) == 1:
+                action = nth_bit(legal, i, 0)
             else:
                 action = rule_action(st.hands, i, st.current[i], value, follow, weight, rng, legal)
         moves[count, 0] = st.current[i]
@@ -386,9 +348,9 @@ def _step_settled(st, tb, i, action, legal):
     _apply(st, tb, i, action)
     while not st.round_ended[i]:
         legal_into(st, tb, i, legal)
-        if _count(legal, i) != 1:
+        if count_bits(legal, i) != 1:
             return False
-        _apply(st, tb, i, _nth(legal, i, 0))
+        _apply(st, tb, i, nth_bit(legal, i, 0))
     return True
 
 
@@ -435,10 +397,10 @@ def _puct_action(tree, node, legal, i, prior, puct):
     """argmax over the legal actions of Q + c·P·sqrt(N)/(1 + n), unvisited Q = 0, ascending
     order first on ties; a negative prior (unknown) counts as the uniform share."""
     scale = puct * math.sqrt(tree.ints[node, VISITS] + 1)
-    options = _count(legal, i)
+    options = count_bits(legal, i)
     action, best = -1, -np.inf
     for j in range(options):
-        a = _nth(legal, i, j)
+        a = nth_bit(legal, i, j)
         p = prior[a]
         if p < 0:
             p = 1.0 / options
@@ -481,11 +443,11 @@ def search(st, tb, root, work, deals, count, tree, rng, value, follow, weight, e
                 fresh = 0  # the untried actions, in the root's row of legal (unused there)
                 for k in range(legal.shape[1]):
                     legal[root, k] = legal[work, k] & ~tree.tried[node, k]
-                    fresh += bit_count(legal[root, k])
+                    fresh += popcount(legal[root, k])
                 if fresh:
                     _count_avail(tree, node, legal, work)
                     pick = 0 if fresh == 1 else int(next_uniform(rng, 0) * fresh)
-                    action = _nth(legal, root, pick)
+                    action = nth_bit(legal, root, pick)
                 else:  # UCB1 over the legal children, each availability counted as it is read
                     best = -np.inf
                     other = ints[node, FIRST]

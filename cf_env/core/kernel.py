@@ -863,13 +863,46 @@ def batch_reset(sbuf, slay, tbuf, tlay, games, perms):
         _start_round(st, tb, i)
 
 
+M1 = np.uint64(0x5555555555555555)
+M2 = np.uint64(0x3333333333333333)
+M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+
+
 @jit
 def popcount(word):
-    count = 0
-    while word != ZERO:
-        word &= word - ONE
-        count += 1
-    return count
+    """Set bits of a uint64 in a fixed number of steps (SWAR, no multiply: nothing overflows,
+    also as plain Python)."""
+    word = word - ((word >> ONE) & M1)
+    word = (word & M2) + ((word >> np.uint64(2)) & M2)
+    word = (word + (word >> np.uint64(4))) & M4
+    word = word + (word >> np.uint64(8))
+    word = word + (word >> np.uint64(16))
+    word = word + (word >> np.uint64(32))
+    return int(word & np.uint64(0x7F))
+
+
+@jit
+def count_bits(words, i):
+    """Set bits of row i of a (N, W) uint64 bitset array (legal actions, say)."""
+    total = 0
+    for k in range(words.shape[1]):
+        total += popcount(words[i, k])
+    return total
+
+
+@jit
+def nth_bit(words, i, pick):
+    """The pick-th (0-based) set bit of words[i], ascending; -1 if there are fewer."""
+    for k in range(words.shape[1]):
+        word = words[i, k]
+        here = popcount(word)
+        if pick >= here:
+            pick -= here
+            continue
+        for _ in range(pick):
+            word &= word - ONE  # drop the lowest set bit
+        return 64 * k + popcount((word & (~word + ONE)) - ONE)
+    return -1
 
 
 @jit
@@ -877,26 +910,8 @@ def batch_random_actions(legal_words, uniforms, out):
     """For each game a uniformly random legal action: the int(u * k)-th of its k legal actions
     in ascending order (u = uniforms[i]); -1 where none is legal."""
     for i in range(legal_words.shape[0]):
-        total = 0
-        for k in range(legal_words.shape[1]):
-            total += popcount(legal_words[i, k])
-        if total == 0:
-            out[i] = -1
-            continue
-        pick = int(uniforms[i] * total)
-        for k in range(legal_words.shape[1]):
-            word = legal_words[i, k]
-            here = popcount(word)
-            if pick >= here:
-                pick -= here
-                continue
-            for b in range(64):
-                if (word >> np.uint64(b)) & ONE != ZERO:
-                    if pick == 0:
-                        out[i] = 64 * k + b
-                        break
-                    pick -= 1
-            break
+        total = count_bits(legal_words, i)
+        out[i] = -1 if total == 0 else nth_bit(legal_words, i, int(uniforms[i] * total))
 
 
 # ---------------------------------------------------------------------------- observations

@@ -8,6 +8,11 @@ training run or test run after a fresh set-up loads the cache instead. It drives
 through the public wrappers with the argument types they pass in use (one compilation serves every
 config: only the shapes and the `params` row change). The parts compile at once, each in a child
 process of its own (`--part`); numba writes each function's cache file whole.
+
+numba invalidates a function's cache entry when *its own* source file changes, not when a file it
+calls into does: after editing `cf_env/core/kernel.py`, the cached `batch_advance` or `search`
+would still hold the old rules inlined. `--clean` deletes the project's numba cache files first
+(what to run after editing any compiled module; installs never edit them).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -58,16 +64,31 @@ def _search() -> None:
 PARTS = (_rules_and_observations, _bots, _search)
 
 
+def clean_cache(package: Path) -> int:
+    """Delete numba's cache files (index `.nbi`, code `.nbc`) in the `__pycache__` folders under
+    `package`; returns how many."""
+    stale = [p for p in package.rglob("__pycache__/*") if p.suffix in (".nbi", ".nbc")]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return len(stale)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cf_env.tools.compile",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", type=int, choices=range(len(PARTS)),
                         help="compile one part in this process (the children's flag)")
+    parser.add_argument("--clean", action="store_true",
+                        help="delete the project's numba cache files first (after editing a "
+                             "compiled module: numba does not track calls into other files)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.part is not None:
         PARTS[args.part]()
         return 0
+    if args.clean:
+        package = Path(__file__).resolve().parents[1]
+        print(f"removed {clean_cache(package)} numba cache files under {package}")
     children = [subprocess.Popen([sys.executable, "-m", "cf_env.tools.compile", "--part", str(i)])
                 for i in range(len(PARTS))]
     failed = [i for i, child in enumerate(children) if child.wait() != 0]

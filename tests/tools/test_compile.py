@@ -48,3 +48,17 @@ def test_compile_tool_reports_a_failing_part_and_exits_1(monkeypatch, capsys):
     monkeypatch.setattr(tool.subprocess, "Popen", Failed)
     assert tool.main([]) == 1
     assert "error: compiling part(s) [0, 1, 2] failed" in capsys.readouterr().err
+
+
+def test_clean_removes_numba_cache_files_only(tmp_path):
+    from cf_env.tools.compile import clean_cache
+
+    cache = tmp_path / "core" / "__pycache__"
+    cache.mkdir(parents=True)
+    for name in ("kernel.batch_step-794.py311.nbi", "kernel.batch_step-794.py311.1.nbc",
+                 "kernel.cpython-311.pyc"):
+        (cache / name).write_bytes(b"x")
+    (tmp_path / "core" / "kernel.nbi").write_bytes(b"not in a cache folder")
+    assert clean_cache(tmp_path) == 2
+    assert sorted(p.name for p in cache.iterdir()) == ["kernel.cpython-311.pyc"]
+    assert (tmp_path / "core" / "kernel.nbi").exists()
