@@ -286,7 +286,7 @@ class Collector:
         batch, st, stop = self.batch, self.batch.state, self.stop
         scores, counts = self.scratch
         while True:
-            batch_advance(*batch.handles, self.weights, self.kinds, self.bot_rng, True,
+            batch_advance(st, batch.tables, self.weights, self.kinds, self.bot_rng, True,
                           batch.legal_words, stop, scores, counts)
             batch.refill()
             ended = np.flatnonzero(stop == ROUND_ENDED)

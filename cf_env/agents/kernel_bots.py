@@ -12,9 +12,8 @@ wherever no tie is broken. The bots read the state only where the seat's own obs
 its hand, the table, the open ends, the pending foot and spinner, the hand sizes and the voids
 the others showed (R8) — never another hand or the boneyard.
 
-`batch_advance(*handles, weights, seat_kind, bot_rng, skip_forced, legal_out, stop, scores,
-counts)` (`handles`: a `KernelBatch`'s packed state and tables) loops over
-the games; in each it plays bot seats (and, with skip_forced, any decision that has exactly one
+`batch_advance(st, tb, weights, seat_kind, bot_rng, skip_forced, legal_out, stop, scores, counts)`
+loops over the games; in each it plays bot seats (and, with skip_forced, any decision that has exactly one
 legal action) until one of these, written to stop[i]:
 
 * `WAITING`     — an outside seat must choose; legal_out[i] holds its legal bitset;
@@ -44,8 +43,6 @@ from cf_env.core.kernel import (
     jit,
     legal_into,
     nth_bit,
-    state_of,
-    tables_of,
 )
 
 OUTSIDE, RANDOM, GREEDY, HEURISTIC = 0, 1, 2, 3
@@ -205,11 +202,9 @@ def bot_action(st, tb, weights, kind, bot_rng, i, legal, scores, counts):
 
 
 @jit
-def batch_advance(sbuf, slay, tbuf, tlay, weights, seat_kind, bot_rng, skip_forced, legal_out,
-                  stop, scores, counts):
-    """Play each game until an outside seat must choose or a round ends (module docstring);
-    the state and tables come packed (`KernelBatch.handles`)."""
-    st, tb = state_of(sbuf, slay), tables_of(tbuf, tlay)
+def batch_advance(st, tb, weights, seat_kind, bot_rng, skip_forced, legal_out, stop, scores,
+                  counts):
+    """Play each game until an outside seat must choose or a round ends (module docstring)."""
     for i in range(st.current.shape[0]):
         if st.game_over[i]:
             stop[i] = GAME_OVER

@@ -72,18 +72,10 @@ Tables (`KernelTables`, from `kernel_tables(config)`): tile_bits (T, W) uint64, 
 double_id (V,) int32, and `params` (int64) holding the config as integers at the P_* indices
 (start_search and tie_break as codes, target_score -1 for none).
 
-Packed buffers: the state's arrays are views of one uint8 buffer (`new_state`, `pack`), and so are
-the tables' (`pack_tables`); the entry points called from Python take the two buffers and their
-layouts (`KernelBatch.handles`: state buffer, state layout, tables buffer, tables layout) and
-rebuild the views in compiled code (`state_of`, `tables_of`), because numba checks the type of
-every array handed to a compiled function: a KernelState and KernelTables cost about 7 µs per
-call in that check alone, the four packed arrays well under a third of it. The per-game helpers
-(`legal_into`, `apply_action`, ...) take the views (`st`, `tb`) as before.
-
-Hot loop: `batch_legal(*handles, out_words)` writes every game's legal bitset (exactly
-`Engine.legal_bits()`, R6-R9; zero once the game is over) and `batch_step(*handles, actions)`
+Hot loop: `batch_legal(state, tables, out_words)` writes every game's legal bitset (exactly
+`Engine.legal_bits()`, R6-R9; zero once the game is over) and `batch_step(state, tables, actions)`
 applies one action per game for the seat to move (R8-R11, R12 scoring and R13 winners at the
-ends, the next round's deal and R5 start included). `batch_observe(*handles, obs_tables,
+ends, the next round's deal and R5 start included). `batch_observe(state, tables, obs_tables,
 seats, out)` writes every game's observation for seat seats[i] (the seat to move, in
 `KernelBatch.observe` unless told otherwise), (N, observation size) float32, bit for bit
 `Encoder.observe(engine, seat)` (what the env's and `SeatView` return; zeros once the game is
@@ -91,7 +83,7 @@ over); `obs_tables(config)` (`ObsTables`) holds each
 piece's start and stop in the row and the divisor of the count pieces, read from
 `observation_layout(config)` and the Encoder's divisors, so that the layout is stated in
 cf_env/core/observation.py only. tests/core/test_kernel_observation.py checks every decision of
-the differential's games against the Encoder. `batch_privileged(*handles, priv_tables,
+the differential's games against the Encoder. `batch_privileged(state, tables, priv_tables,
 seats, out)` writes the critic's privileged vector the same way, (N, privileged size) float32,
 bit for bit `Encoder.privileged(engine, seat)` (the opponents' hands egocentric, then the
 boneyard's tiles; zeros once the game is over), its offsets read from `privileged_layout(config)`
@@ -161,10 +153,6 @@ try:
 except ImportError:  # pragma: no cover - a numba that moved its options
     _NO_NRT = {}
 jit = njit(cache=True, error_model="numpy", **_NO_NRT)
-# For the functions that hand out views of a packed buffer: numba, without reference counting,
-# compiles no function that returns an array it was not given, so these are inlined (at numba's
-# level, before typing) into the entry points that call them.
-jit_inline = njit(cache=True, error_model="numpy", inline="always", **_NO_NRT)
 
 ZERO = np.uint64(0)
 ONE = np.uint64(1)
@@ -315,124 +303,39 @@ def priv_tables(config: ChickenFootConfig) -> PrivTables:
     )
 
 
-# Every field of KernelState: dtype and shape, in letters (N games, P seats, W words, T tiles,
-# V values), in KernelState's order; and the fields that do not start at zero.
-STATE_FIELDS = (
-    ("hands", np.uint64, "NPW"), ("hand_count", np.int32, "NP"), ("hand_points", np.int32, "NP"),
-    ("open_count", np.int32, "NV"), ("open_attach", np.uint64, "NW"),
-    ("spinner_empty", np.int32, "N"), ("center", np.int32, "N"), ("foot_value", np.int32, "N"),
-    ("toes_left", np.int32, "N"), ("boneyard", np.int32, "NT"), ("bone_pos", np.int32, "N"),
-    ("drawn_tile", np.int32, "N"), ("current", np.int32, "N"), ("start_seat", np.int32, "N"),
-    ("round", np.int32, "N"), ("rounds_played", np.int32, "N"), ("round_points", np.int32, "NP"),
-    ("round_ended", np.bool_, "N"), ("totals", np.int64, "NP"), ("zero_rounds", np.int32, "NP"),
-    ("min_nonzero", np.int64, "NP"), ("game_over", np.bool_, "N"), ("winners", np.bool_, "NP"),
-    ("next_perm", np.int32, "NT"), ("need_perm", np.bool_, "N"), ("on_table", np.bool_, "NT"),
-    ("played", np.bool_, "NPT"), ("voids", np.bool_, "NPV"),
-)
-STATE_START = {"foot_value": -1, "drawn_tile": -1, "min_nonzero": NO_ROUND, "game_over": True}
-assert tuple(name for name, _, _ in STATE_FIELDS) == KernelState._fields
-TABLE_FIELDS = tuple(zip(KernelTables._fields, (np.uint64, np.uint64, np.int32, np.int32,
-                                                np.int32, np.int32, np.int64)))
-
-
-class Packed(NamedTuple):
-    """Arrays packed into one buffer (`pack`): what the compiled entry points take from Python,
-    two arguments instead of one per array (numba checks the type of every array it is handed:
-    about 7 µs per call for a KernelState and KernelTables, 0.7 µs for two packed buffers)."""
-
-    buffer: np.ndarray  # uint8, every array's bytes, each start aligned to 8
-    layout: np.ndarray  # (arrays, 5) int64: start byte, stop byte, then up to 3 dimensions
-
-
-def pack(arrays: list[tuple[np.dtype, tuple[int, ...]]]) -> tuple[Packed, list[np.ndarray]]:
-    """A zeroed buffer for arrays of these dtypes and shapes, and the arrays as views of it."""
-    layout = np.zeros((len(arrays), 5), np.int64)
-    offset = 0
-    for k, (dtype, shape) in enumerate(arrays):
-        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        layout[k, :2] = offset, offset + size
-        layout[k, 2 : 2 + len(shape)] = shape
-        offset = (offset + size + 7) // 8 * 8
-    buffer = np.zeros(max(offset, 8), np.uint8)
-    views = [buffer[layout[k, 0] : layout[k, 1]].view(dtype).reshape(shape)
-             for k, (dtype, shape) in enumerate(arrays)]
-    return Packed(buffer, layout), views
-
-
-def new_state(config: ChickenFootConfig, num_games: int) -> tuple[KernelState, Packed]:
-    """The state of `num_games` games before any deal (deal them with `batch_reset`): the
-    KernelState and the packed buffer its arrays are views of."""
-    sizes = {"N": num_games, "P": config.num_players, "W": num_words(config),
-             "T": config.num_tiles, "V": config.max_pips + 1}
-    packed, views = pack([(dtype, tuple(sizes[c] for c in shape)) for _, dtype, shape in STATE_FIELDS])
-    state = KernelState(*views)
-    for name, value in STATE_START.items():
-        getattr(state, name).fill(value)
-    return state, packed
-
-
-def pack_tables(tables: KernelTables) -> tuple[KernelTables, Packed]:
-    """`tables` copied into one packed buffer: the copy (views of it) and the buffer."""
-    packed, views = pack([(dtype, getattr(tables, name).shape) for name, dtype in TABLE_FIELDS])
-    for view, name in zip(views, KernelTables._fields):
-        view[...] = getattr(tables, name)
-    return KernelTables(*views), packed
-
-
-@jit_inline
-def _u64(buf, lay, k):
-    return buf[lay[k, 0] : lay[k, 1]].view(np.uint64)
-
-
-@jit_inline
-def _i64(buf, lay, k):
-    return buf[lay[k, 0] : lay[k, 1]].view(np.int64)
-
-
-@jit_inline
-def _i32(buf, lay, k):
-    return buf[lay[k, 0] : lay[k, 1]].view(np.int32)
-
-
-@jit_inline
-def _b(buf, lay, k):
-    return buf[lay[k, 0] : lay[k, 1]].view(np.bool_)
-
-
-@jit_inline
-def _2d(a, lay, k):
-    return a.reshape((lay[k, 2], lay[k, 3]))
-
-
-@jit_inline
-def _3d(a, lay, k):
-    return a.reshape((lay[k, 2], lay[k, 3], lay[k, 4]))
-
-
-@jit_inline
-def state_of(buf, lay):
-    """The KernelState whose arrays are views of a packed buffer (`new_state`'s), in compiled
-    code: the first line of every entry point that takes the state from Python."""
+def new_state(config: ChickenFootConfig, num_games: int) -> KernelState:
+    """Zeroed arrays for `num_games` games (deal them with `batch_reset`)."""
+    n, p, t, v, w = num_games, config.num_players, config.num_tiles, config.max_pips + 1, num_words(config)
+    i32, i64 = np.int32, np.int64
     return KernelState(
-        _3d(_u64(buf, lay, 0), lay, 0), _2d(_i32(buf, lay, 1), lay, 1),
-        _2d(_i32(buf, lay, 2), lay, 2), _2d(_i32(buf, lay, 3), lay, 3),
-        _2d(_u64(buf, lay, 4), lay, 4), _i32(buf, lay, 5), _i32(buf, lay, 6), _i32(buf, lay, 7),
-        _i32(buf, lay, 8), _2d(_i32(buf, lay, 9), lay, 9), _i32(buf, lay, 10),
-        _i32(buf, lay, 11), _i32(buf, lay, 12), _i32(buf, lay, 13), _i32(buf, lay, 14),
-        _i32(buf, lay, 15), _2d(_i32(buf, lay, 16), lay, 16), _b(buf, lay, 17),
-        _2d(_i64(buf, lay, 18), lay, 18), _2d(_i32(buf, lay, 19), lay, 19),
-        _2d(_i64(buf, lay, 20), lay, 20), _b(buf, lay, 21), _2d(_b(buf, lay, 22), lay, 22),
-        _2d(_i32(buf, lay, 23), lay, 23), _b(buf, lay, 24), _2d(_b(buf, lay, 25), lay, 25),
-        _3d(_b(buf, lay, 26), lay, 26), _3d(_b(buf, lay, 27), lay, 27),
-    )
-
-
-@jit_inline
-def tables_of(buf, lay):
-    """The KernelTables whose arrays are views of a packed buffer (`pack_tables`')."""
-    return KernelTables(
-        _2d(_u64(buf, lay, 0), lay, 0), _2d(_u64(buf, lay, 1), lay, 1), _i32(buf, lay, 2),
-        _i32(buf, lay, 3), _i32(buf, lay, 4), _i32(buf, lay, 5), _i64(buf, lay, 6),
+        hands=np.zeros((n, p, w), np.uint64),
+        hand_count=np.zeros((n, p), i32),
+        hand_points=np.zeros((n, p), i32),
+        open_count=np.zeros((n, v), i32),
+        open_attach=np.zeros((n, w), np.uint64),
+        spinner_empty=np.zeros(n, i32),
+        center=np.zeros(n, i32),
+        foot_value=np.full(n, -1, i32),
+        toes_left=np.zeros(n, i32),
+        boneyard=np.zeros((n, t), i32),
+        bone_pos=np.zeros(n, i32),
+        drawn_tile=np.full(n, -1, i32),
+        current=np.zeros(n, i32),
+        start_seat=np.zeros(n, i32),
+        round=np.zeros(n, i32),
+        rounds_played=np.zeros(n, i32),
+        round_points=np.zeros((n, p), i32),
+        round_ended=np.zeros(n, np.bool_),
+        totals=np.zeros((n, p), i64),
+        zero_rounds=np.zeros((n, p), i32),
+        min_nonzero=np.full((n, p), NO_ROUND, i64),
+        game_over=np.ones(n, np.bool_),
+        winners=np.zeros((n, p), np.bool_),
+        next_perm=np.zeros((n, t), i32),
+        need_perm=np.zeros(n, np.bool_),
+        on_table=np.zeros((n, t), np.bool_),
+        played=np.zeros((n, p, t), np.bool_),
+        voids=np.zeros((n, p, v), np.bool_),
     )
 
 
@@ -782,17 +685,15 @@ def apply_action(st, tb, i, action):
 
 
 @jit
-def batch_legal(sbuf, slay, tbuf, tlay, out_words):
+def batch_legal(st, tb, out_words):
     """Every game's legal bitset into out_words (N, W) uint64; all zero for a finished game."""
-    st, tb = state_of(sbuf, slay), tables_of(tbuf, tlay)
     for i in range(st.current.shape[0]):
         legal_into(st, tb, i, out_words)
 
 
 @jit
-def batch_first_illegal(sbuf, slay, tbuf, tlay, actions):
+def batch_first_illegal(st, tb, actions):
     """The first game i (not over) whose actions[i] is not legal now, or -1 when all are."""
-    st, tb = state_of(sbuf, slay), tables_of(tbuf, tlay)
     for i in range(st.current.shape[0]):
         if not st.game_over[i] and not is_legal(st, tb, i, actions[i]):
             return i
@@ -800,12 +701,11 @@ def batch_first_illegal(sbuf, slay, tbuf, tlay, actions):
 
 
 @jit
-def batch_step(sbuf, slay, tbuf, tlay, actions):
+def batch_step(st, tb, actions):
     """Apply actions[i] for game i's seat to move, for every game not over. An illegal action
     leaves its game unchanged; returns how many were illegal (0 when all were applied).
     `KernelBatch.step` checks the whole batch first (`batch_first_illegal`), so that a bad
     action there changes no game at all."""
-    st, tb = state_of(sbuf, slay), tables_of(tbuf, tlay)
     bad = 0
     for i in range(st.current.shape[0]):
         st.round_ended[i] = False
@@ -820,9 +720,8 @@ def batch_step(sbuf, slay, tbuf, tlay, actions):
 
 
 @jit
-def games_first_illegal(sbuf, slay, tbuf, tlay, games, actions):
+def games_first_illegal(st, tb, games, actions):
     """The first j whose actions[j] is not legal in game games[j] (over or not), or -1."""
-    st, tb = state_of(sbuf, slay), tables_of(tbuf, tlay)
     for j in range(games.shape[0]):
         if not is_legal(st, tb, games[j], actions[j]):
             return j
@@ -830,10 +729,9 @@ def games_first_illegal(sbuf, slay, tbuf, tlay, games, actions):
 
 
 @jit
-def games_step(sbuf, slay, tbuf, tlay, games, actions):
+def games_step(st, tb, games, actions):
     """Apply actions[j] in game games[j] (each legal: `games_first_illegal` first), the other
     games untouched; round_ended is set or cleared for the stepped games only."""
-    st, tb = state_of(sbuf, slay), tables_of(tbuf, tlay)
     for j in range(games.shape[0]):
         i = games[j]
         st.round_ended[i] = False
@@ -841,10 +739,9 @@ def games_step(sbuf, slay, tbuf, tlay, games, actions):
 
 
 @jit
-def batch_reset(sbuf, slay, tbuf, tlay, games, perms):
+def batch_reset(st, tb, games, perms):
     """Start a new game in each of `games` (indices), round 0 dealt from perms[j] for games[j];
     need_perm is raised so that the wrapper draws each game's next permutation."""
-    st, tb = state_of(sbuf, slay), tables_of(tbuf, tlay)
     for j in range(games.shape[0]):
         i = games[j]
         for seat in range(st.totals.shape[1]):
@@ -931,7 +828,7 @@ def _clear(row, start, stop):
 
 
 @jit
-def batch_observe(sbuf, slay, tbuf, tlay, ob, seats, out):
+def batch_observe(st, tb, ob, seats, out):
     """Every game's observation for seat seats[i] into out (N, observation size) float32,
     exactly `Encoder.observe(engine, seats[i])` (the drawn tile shown only to the seat to move);
     all zero for a finished game.
@@ -942,7 +839,6 @@ def batch_observe(sbuf, slay, tbuf, tlay, ob, seats, out):
     stays unsigned (a signed operand would make the sum float64). The loop is this function's
     own: a helper taking `st` per game made the whole call 1.5x slower (measured; numba passes
     the state's arrays as separate arguments, likely the cost when the call is not inlined)."""
-    st, tb = state_of(sbuf, slay), tables_of(tbuf, tlay)
     start, stop, div = ob.starts, ob.stops, ob.divisors
     n, count, values = tb.params[P_PLAYERS], tb.params[P_TILES], tb.params[P_VALUES]
     one, two, k32 = np.float32(1.0), np.uint64(2), np.uint64(32)
@@ -996,13 +892,12 @@ def batch_observe(sbuf, slay, tbuf, tlay, ob, seats, out):
 
 
 @jit
-def batch_privileged(sbuf, slay, tbuf, tlay, pv, seats, out):
+def batch_privileged(st, tb, pv, seats, out):
     """Every game's privileged vector for seat seats[i] into out (N, privileged size) float32,
     exactly `Encoder.privileged(engine, seats[i])`: the opponents' hands,
     egocentric (left neighbour first, clockwise), then 1 for each tile in the boneyard (neither
     on the table nor in a hand); all zero for a finished game. As batch_observe: unsigned
     positions, every board written whole without branches, the per-game loop inside."""
-    st, tb = state_of(sbuf, slay), tables_of(tbuf, tlay)
     start = pv.starts
     n, count = tb.params[P_PLAYERS], tb.params[P_TILES]
     two, k32, ucount = np.uint64(2), np.uint64(32), np.uint64(count)
@@ -1042,10 +937,8 @@ class KernelBatch:
     def __init__(self, config: ChickenFootConfig, num_games: int):
         self.config = config
         self.num_games = num_games
-        self.tables, packed_tables = pack_tables(kernel_tables(config))
-        self.state, packed_state = new_state(config, num_games)
-        # What the compiled entry points take: the state's and the tables' packed buffers.
-        self.handles = (*packed_state, *packed_tables)
+        self.tables = kernel_tables(config)
+        self.state = new_state(config, num_games)
         self.legal_words = np.zeros((num_games, num_words(config)), np.uint64)
         self.obs_tables = obs_tables(config)
         self.observations = np.zeros((num_games, self.obs_tables.size), np.float32)
@@ -1071,7 +964,7 @@ class KernelBatch:
             self._ahead[game] = rng.permuted(self._rows, axis=1)
             perms[j] = self._ahead[game, 0]  # R3/R4: round 0's shuffle, as Engine._start_round
         self._ahead_pos[games] = 1
-        batch_reset(*self.handles, games, perms)
+        batch_reset(self.state, self.tables, games, perms)
         self.refill()
 
     def refill(self) -> None:
@@ -1137,14 +1030,14 @@ class KernelBatch:
     def nbytes(self) -> int:
         """Bytes held in arrays: the games' state, the tables, the output buffers and the queued
         shuffles (the per-game Generators are Python objects beside)."""
-        arrays = [*self.handles, self.legal_words, self.observations,
+        arrays = [*self.state, *self.tables, self.legal_words, self.observations,
                   self.privileged_rows, self._rows, self._ahead, self._ahead_pos,
                   *self.obs_tables[:3], *self.priv_tables[:2]]
         return int(sum(a.nbytes for a in arrays))
 
     def legal(self) -> np.ndarray:
         """(N, W) uint64 legal bitsets (`Engine.legal_bits` per game)."""
-        batch_legal(*self.handles, self.legal_words)
+        batch_legal(self.state, self.tables, self.legal_words)
         return self.legal_words
 
     def observe(self, out: np.ndarray | None = None, seats: np.ndarray | None = None) -> np.ndarray:
@@ -1153,7 +1046,7 @@ class KernelBatch:
         written into `out` when given (C-contiguous, that shape and dtype), else into the
         batch's own buffer (overwritten by the next call)."""
         out = _rows_out(out, self.observations)
-        batch_observe(*self.handles, self.obs_tables, self._seats(seats), out)
+        batch_observe(self.state, self.tables, self.obs_tables, self._seats(seats), out)
         return out
 
     def privileged(self, out: np.ndarray | None = None,
@@ -1163,7 +1056,7 @@ class KernelBatch:
         game), written into `out` when given (C-contiguous, that shape and dtype), else into
         the batch's own buffer (overwritten by the next call)."""
         out = _rows_out(out, self.privileged_rows)
-        batch_privileged(*self.handles, self.priv_tables, self._seats(seats), out)
+        batch_privileged(self.state, self.tables, self.priv_tables, self._seats(seats), out)
         return out
 
     def _seats(self, seats: np.ndarray | None) -> np.ndarray:
@@ -1188,14 +1081,14 @@ class KernelBatch:
             raise ValueError(f"actions must be an integer array of shape ({self.num_games},); "
                              f"got {actions.dtype} {actions.shape}")
         actions = actions.astype(np.int64, copy=False)
-        game = batch_first_illegal(*self.handles, actions)
+        game = batch_first_illegal(self.state, self.tables, actions)
         if game >= 0:
-            batch_legal(*self.handles, self.legal_words)
+            batch_legal(self.state, self.tables, self.legal_words)
             legal = actions_in(words_to_int(self.legal_words[game]))
             raise IllegalActionError(f"game {game}: action {int(actions[game])} is not legal for "
                                      f"seat {int(self.state.current[game])}; legal: {legal}; no "
                                      "game of the batch was changed")
-        batch_step(*self.handles, actions)
+        batch_step(self.state, self.tables, actions)
         self.refill()
 
     def step_games(self, games: np.ndarray, actions: np.ndarray) -> None:
@@ -1214,18 +1107,18 @@ class KernelBatch:
             raise ValueError(f"games must be distinct indices in [0, {self.num_games}); got "
                              f"{games.tolist()}")
         actions = actions.astype(np.int64, copy=False)
-        j = games_first_illegal(*self.handles, games, actions)
+        j = games_first_illegal(self.state, self.tables, games, actions)
         if j >= 0:
             game = int(games[j])
             if self.state.game_over[game]:
                 raise IllegalActionError(f"game {game} is over: no action is legal; no game of "
                                          "the batch was changed")
-            batch_legal(*self.handles, self.legal_words)
+            batch_legal(self.state, self.tables, self.legal_words)
             legal = actions_in(words_to_int(self.legal_words[game]))
             raise IllegalActionError(f"game {game}: action {int(actions[j])} is not legal for "
                                      f"seat {int(self.state.current[game])}; legal: {legal}; no "
                                      "game of the batch was changed")
-        games_step(*self.handles, games, actions)
+        games_step(self.state, self.tables, games, actions)
         self.refill()
 
     def legal_mask(self) -> np.ndarray:

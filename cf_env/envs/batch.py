@@ -330,7 +330,7 @@ class ChickenFootBatch:
         paying each round that ends on the way (the kernel's next shuffle handed in first)."""
         kb = self._kb
         while True:
-            batch_advance(*kb.handles, self._weights, self._seat_kind, self._bot_rng,
+            batch_advance(kb.state, kb.tables, self._weights, self._seat_kind, self._bot_rng,
                           self.skip_forced, self._legal, self._stop, self._scores, self._counts)
             ended = np.flatnonzero(self._stop == ROUND_ENDED)
             if not ended.size:

@@ -73,7 +73,7 @@ def twin_games(config: ChickenFootConfig, seeds: list[int], kind_seed: int,
     kernel_rounds: list[list[list[int]]] = [[] for _ in range(n)]
     actions = np.full(n, -1, np.int64)
     while True:
-        batch_advance(*batch.handles, weights, kinds, bot_rng, skip_forced, batch.legal_words,
+        batch_advance(st, batch.tables, weights, kinds, bot_rng, skip_forced, batch.legal_words,
                       stop, scores, counts)
         batch.refill()
         ended = np.flatnonzero(stop == ROUND_ENDED)
@@ -162,18 +162,18 @@ def test_batch_advance_waits_at_outside_seats_and_reports_finished_games():
     before = st.hands.copy()
     stop = np.full(3, -1, np.int8)
     scores, counts = bot_scratch(cfg)
-    batch_advance(*batch.handles, heuristic_weights(), kinds, np.zeros(3, np.uint64), False,
+    batch_advance(st, batch.tables, heuristic_weights(), kinds, np.zeros(3, np.uint64), False,
                   batch.legal_words, stop, scores, counts)
     assert (stop == WAITING).all()
     np.testing.assert_array_equal(st.hands, before)
     expected = batch.legal_words.copy()
     np.testing.assert_array_equal(batch.legal(), expected)
     kinds[:] = GREEDY  # bots everywhere: one round, then the game (num_rounds=1) is over
-    batch_advance(*batch.handles, heuristic_weights(), kinds, np.zeros(3, np.uint64), False,
+    batch_advance(st, batch.tables, heuristic_weights(), kinds, np.zeros(3, np.uint64), False,
                   batch.legal_words, stop, scores, counts)
     assert (stop == ROUND_ENDED).all() and st.game_over.all()
     assert (st.round_points.sum(axis=1) == st.totals.sum(axis=1)).all()
-    batch_advance(*batch.handles, heuristic_weights(), kinds, np.zeros(3, np.uint64), False,
+    batch_advance(st, batch.tables, heuristic_weights(), kinds, np.zeros(3, np.uint64), False,
                   batch.legal_words, stop, scores, counts)
     assert (stop == GAME_OVER).all()
 
