@@ -121,7 +121,7 @@ def read(config: ChickenFootConfig, tables: TileTables, snap: dict) -> Position:
 
 class Position:
     """A snapshot's position once `read` has checked it: the values an `Engine` takes in its
-    `restore`, under the position's public names (`POSITION_FIELDS`), the 0/1 boards as plain bool
+    `restore`, under the engine's public names (`POSITION_FIELDS`), the 0/1 boards as plain bool
     arrays, and whether the arms are stand-ins (`synthetic_arms`: the snapshot had no layout)."""
 
     def __init__(self, config: ChickenFootConfig, tables: TileTables):
@@ -187,14 +187,14 @@ def _value(v: object, what: str, top: int) -> int:
 
 def _check_format(cfg: ChickenFootConfig, snap: dict) -> int:
     """The snapshot's version, keys and container types, and that it was taken under this
-    position's config. Returns its `foot_arm` (-1 when absent)."""
+    engine's config. Returns its `foot_arm` (-1 when absent)."""
     n, top = cfg.num_players, cfg.max_pips
     if not isinstance(snap, dict):
         raise SnapshotError(f"a snapshot is a dict; got {type(snap).__name__}")
     version = snap.get("version", SNAPSHOT_VERSION)
     if isinstance(version, bool) or version not in SNAPSHOT_VERSIONS:
         raise SnapshotError(
-            f"snapshot version {version!r} is not one this position reads ({SNAPSHOT_VERSIONS}); "
+            f"snapshot version {version!r} is not one this engine reads ({SNAPSHOT_VERSIONS}); "
             "a newer chickenfoot wrote it, or it is not a snapshot"
         )
     missing = [k for k in SNAPSHOT_KEYS if k not in snap]
@@ -224,11 +224,11 @@ def _check_format(cfg: ChickenFootConfig, snap: dict) -> int:
         ours = cfg.to_dict()
         diff = [k for k in ours if ours[k] != theirs[k]]
         if diff:
-            detail = ", ".join(f"{k}: snapshot {theirs[k]!r} vs position {ours[k]!r}" for k in diff)
+            detail = ", ".join(f"{k}: snapshot {theirs[k]!r} vs engine {ours[k]!r}" for k in diff)
             raise SnapshotError(f"snapshot was taken under another config ({detail})")
     for key, want in (("max_pips", top), ("num_players", n), ("num_rounds", cfg.num_rounds)):
         if snap[key] != want:
-            raise SnapshotError(f"snapshot {key} is {snap[key]!r}; this position has {want}")
+            raise SnapshotError(f"snapshot {key} is {snap[key]!r}; this engine has {want}")
     return foot_arm
 
 
