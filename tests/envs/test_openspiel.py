@@ -466,7 +466,12 @@ def test_i15_openspiel_ismcts_bot_plays_full_games():
                 state.apply_action(int(rng.choice(outcomes, p=probs)))
             else:
                 state.apply_action(int(bots[state.current_player()].step(state)))
-        assert abs(sum(state.returns())) < 1e-9 and max(state.returns()) > 0
+        returns = state.returns()
+        assert abs(sum(returns)) < 1e-9
+        # A winner is paid, unless every seat shares the win (R13), which pays each 0. OpenSpiel's
+        # ISMCTS resamples with pyspiel.UniformProbabilitySampler, whose draws are not seeded
+        # here, so either can happen.
+        assert max(returns) > 0 or min(returns) == max(returns) == 0
 
 
 def test_i15_evaluate_bots_pits_openspiel_ismcts_against_our_heuristic():
