@@ -20,7 +20,7 @@ Rows: "after" is the current `ismcts` (the iterations in compiled code,
 `cf_env.agents.kernel_search`); "engine" (`--engine`) the same search with the tree in Python
 over `Engine` (`search_on="engine"`, what the schemes with a network inside the iterations run
 on); "guided" adds the checkpoint's root prior (one network call per decision); "before" is
-`cf_env/agents/ismcts.py` as it was before issue 14 (`BEFORE_COMMIT`, read with `git show`, so
+`cf_env/agents/ismcts.py` as it was before the search was made 5–8× cheaper (`BEFORE_COMMIT`, read with `git show`, so
 this row needs the git checkout), with its snapshot → `restore()` per determinization and list
 rollouts.
 """
