@@ -14,6 +14,8 @@ for a round's winners (R12's lowest points, ties share), added to any mode's rou
 
 from __future__ import annotations
 
+import numpy as np
+
 from cf_env.core.config import ChickenFootConfig
 
 
@@ -25,6 +27,26 @@ def round_rewards(cfg: ChickenFootConfig, reward_mode: str, points: list[int]) -
         total, others = sum(points), len(points) - 1
         return [((total - p) / others - p) / scale for p in points]
     return [0.0] * len(points)
+
+
+def round_rewards_batch(cfg: ChickenFootConfig, reward_mode: str, points: np.ndarray) -> np.ndarray:
+    """`round_rewards` for many rounds at once: points (G, n) int -> (G, n) float64, the same
+    float64 operations in the same order (so the same numbers)."""
+    points = points.astype(np.float64)
+    scale = cfg.points_scale
+    if reward_mode == "score":
+        return -points / scale
+    if reward_mode == "zero_sum":
+        total = points.sum(axis=1, keepdims=True)
+        return ((total - points) / (points.shape[1] - 1) - points) / scale
+    return np.zeros_like(points)
+
+
+def game_rewards_batch(reward_mode: str, winners: np.ndarray) -> np.ndarray:
+    """`game_rewards` for many games at once: winners (G, n) bool -> (G, n) float64."""
+    if reward_mode != "win":
+        return np.zeros(winners.shape)
+    return np.where(winners, 1.0, -1.0)
 
 
 def game_rewards(cfg: ChickenFootConfig, reward_mode: str, winners: list[int]) -> list[float]:

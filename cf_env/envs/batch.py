@@ -18,8 +18,7 @@ bot seats played in compiled code between the outside decisions (pgx / PufferLib
 This module owns the adapter only: the rules are the compiled core's (`cf_env.core.kernel`,
 R1-R13: game i seeded s plays exactly `Engine(config, seed=s)`), the bots and the loop that plays
 them are `cf_env.agents.kernel_bots` (`batch_advance`), the rewards are `cf_env.core.rewards`'s
-modes (restated here as array arithmetic, bit for bit the same float64 operations; the
-differential of tests/envs/test_batch.py checks it against the AEC env).
+(its batch forms; the differential of tests/envs/test_batch.py checks them against the AEC env).
 
 Outputs (`BatchOutput`, from `reset` and `step`): preallocated arrays, returned as views that the
 next call overwrites (copy what you keep); none of them is the games' state, so writing into
@@ -96,6 +95,7 @@ from cf_env.agents.kernel_bots import (
 )
 from cf_env.core.config import OPTION_FIELDS, REWARD_MODES, ChickenFootConfig, split_options
 from cf_env.core.kernel import KernelBatch
+from cf_env.core.rewards import game_rewards_batch, round_rewards_batch
 
 EPISODES = ("game", "round")
 KIND_NAMES = {"outside": OUTSIDE, **BOT_KINDS}
@@ -341,20 +341,10 @@ class ChickenFootBatch:
     def _pay(self, games: np.ndarray) -> None:
         """Rewards and flags of the rounds just ended in `games` (R12; R13 at a game's end), then
         a new game for those whose game ended, with auto_reset."""
-        st, cfg, out = self._kb.state, self.config, self._out
-        points = st.round_points[games].astype(np.float64)
-        mode, scale = self.reward_mode, cfg.points_scale
-        # The float64 operations of cf_env.core.rewards, in its order.
-        if mode == "score":
-            reward = -points / scale
-        elif mode == "zero_sum":
-            total = points.sum(axis=1, keepdims=True)
-            reward = ((total - points) / (self.num_players - 1) - points) / scale
-        else:
-            reward = np.zeros_like(points)
+        st, out = self._kb.state, self._out
+        reward = round_rewards_batch(self.config, self.reward_mode, st.round_points[games])
         over = st.game_over[games]
-        if mode == "win":
-            reward[over] += np.where(st.winners[games[over]], 1.0, -1.0)
+        reward[over] += game_rewards_batch(self.reward_mode, st.winners[games[over]])
         paid = ~self._closed[games]
         live = games[paid]
         self._acc[live] += reward[paid]
