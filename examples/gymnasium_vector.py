@@ -19,14 +19,17 @@ import gymnasium as gym
 import numpy as np
 
 import cf_env  # noqa: F401  (registers the gymnasium ids)
+from cf_env.tools.cli import HelpFormatter
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mode", choices=["sync", "async"], default="sync")
-    parser.add_argument("--envs", type=int, default=2)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--mode", choices=["sync", "async"], default="sync",
+                        help="Gymnasium's vectorization mode")
+    parser.add_argument("--envs", type=int, default=2, help="sub-envs")
     parser.add_argument("--steps", type=int, default=300, help="vector steps")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="reset seed")
     args = parser.parse_args(argv)
 
     # Keywords reach every sub-env's gym.make: the env's own and any ChickenFootConfig field.

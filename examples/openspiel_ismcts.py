@@ -21,18 +21,20 @@ from open_spiel.python.algorithms import evaluate_bots
 
 import cf_env.envs.openspiel_game  # noqa: F401  (registers "python_chicken_foot")
 from cf_env import ChickenFootConfig
+from cf_env.tools.cli import HelpFormatter
 from cf_env.tools.openspiel_bots import openspiel_ismcts_bot, policy_bot
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--games", type=int, default=4)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--games", type=int, default=4, help="games (seats alternate)")
     parser.add_argument("--simulations", type=int, default=20, help="ISMCTS simulations/decision")
     parser.add_argument("--opponent", default="heuristic", help="a policy spec of ours")
-    parser.add_argument("--players", type=int, default=2)
-    parser.add_argument("--max-pips", type=int, default=6)
+    parser.add_argument("--players", type=int, default=2, help="players")
+    parser.add_argument("--max-pips", type=int, default=6, help="double-N set")
     parser.add_argument("--rounds", type=int, default=1, help="rounds per game")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the games and bots")
     args = parser.parse_args(argv)
 
     # The game's parameters are ChickenFootConfig's rule fields.

@@ -14,14 +14,16 @@ import argparse
 import numpy as np
 
 from cf_env import chicken_foot_v1
+from cf_env.tools.cli import HelpFormatter
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--games", type=int, default=3)
-    parser.add_argument("--players", type=int, default=4)
-    parser.add_argument("--max-pips", type=int, default=9)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--games", type=int, default=3, help="games to play")
+    parser.add_argument("--players", type=int, default=4, help="players")
+    parser.add_argument("--max-pips", type=int, default=9, help="double-N set")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the deals and actions")
     args = parser.parse_args(argv)
 
     # Any ChickenFootConfig field is a keyword (README, Configuration).

@@ -14,17 +14,30 @@ remote runners, checkpoints and export to the project's policy format) is
 from __future__ import annotations
 
 import argparse
+import sys
 
-import ray
-from ray.rllib.algorithms.ppo import PPOConfig
-from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
-from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
-from ray.tune.registry import register_env
+try:
+    import ray
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import (
+        ActionMaskingTorchRLModule,
+    )
+    from ray.tune.registry import register_env
+except ModuleNotFoundError as err:
+    if err.name is None or err.name.split(".")[0] != "ray":
+        raise
+    print("error: examples/rllib_ppo.py needs Ray RLlib, which is not installed in this venv; "
+          "it has its own: `make test-rllib` builds .venv-rllib (and runs its tests), then run "
+          ".venv-rllib/bin/python examples/rllib_ppo.py", file=sys.stderr)
+    raise SystemExit(2) from None
+import torch
 
 from cf_env import chicken_foot_v1
+from cf_env.tools.cli import HelpFormatter
 from training.rllib_compat import RLlibKeysWrapper
 
 
@@ -34,11 +47,13 @@ def make_env(env_config: dict) -> PettingZooEnv:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--iterations", type=int, default=2)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--iterations", type=int, default=2, help="training iterations")
     parser.add_argument("--batch", type=int, default=256, help="env steps per iteration")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="RLlib's seed")
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # a small network: one thread beats one per core
 
     rules = {"num_players": 2, "max_pips": 6, "num_rounds": 1}  # a tiny game: quick episodes
     register_env("chicken_foot_v1", make_env)

@@ -14,20 +14,26 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import torch
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.evaluation import evaluate_policy
 from stable_baselines3.common.env_util import make_vec_env
 
 import cf_env  # noqa: F401  (registers the gymnasium ids)
+from cf_env.tools.cli import HelpFormatter
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--steps", type=int, default=2048, help="learner steps to train")
-    parser.add_argument("--envs", type=int, default=2)
-    parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--envs", type=int, default=2, help="envs in the vector env")
+    parser.add_argument("--eval-episodes", type=int, default=20, help="rounds evaluated")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the envs and PPO")
     args = parser.parse_args(argv)
+    # A small network: one thread is faster than torch's one per core, many times so when the
+    # other cores are busy.
+    torch.set_num_threads(1)
 
     # A small game (2 players, double-6) against the random bot, so a few thousand steps show
     # something; any ChickenFootConfig field and the env's keywords go in env_kwargs.

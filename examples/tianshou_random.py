@@ -17,23 +17,27 @@ import argparse
 import logging
 
 import numpy as np
+import torch
 from tianshou.algorithm.multiagent.marl import MultiAgentPolicy
 from tianshou.algorithm.random import MARLRandomDiscreteMaskedOffPolicyAlgorithm
 from tianshou.data import Collector, ReplayBuffer
 from tianshou.env import DummyVectorEnv, PettingZooEnv
 
 from cf_env import chicken_foot_v1
+from cf_env.tools.cli import HelpFormatter
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--steps", type=int, default=1000, help="AEC steps (decisions)")
-    parser.add_argument("--players", type=int, default=2)
-    parser.add_argument("--max-pips", type=int, default=6)
+    parser.add_argument("--players", type=int, default=2, help="players")
+    parser.add_argument("--max-pips", type=int, default=6, help="double-N set")
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds per game (default: max-pips + 1)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random policies")
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # small tensors: one thread beats one per core
     np.random.seed(args.seed)  # the random policy draws from numpy's global RNG
     # Tianshou's episode-return summary expects one reward per step and warns about ours (one
     # per player, as its PettingZooEnv returns them); the returns themselves are right.

@@ -13,6 +13,7 @@ info spec from reset's infos: v1's fixed numeric info schema is what makes this 
 from __future__ import annotations
 
 import argparse
+import warnings
 
 import torch
 from tensordict import TensorDictBase
@@ -21,6 +22,7 @@ from torchrl.envs.utils import check_env_specs
 from torchrl.modules import MaskedCategorical
 
 from cf_env import chicken_foot_v1
+from cf_env.tools.cli import HelpFormatter
 
 
 def masked_random_policy(groups):
@@ -37,14 +39,21 @@ def masked_random_policy(groups):
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--steps", type=int, default=500, help="AEC steps (decisions)")
-    parser.add_argument("--players", type=int, default=2)
-    parser.add_argument("--max-pips", type=int, default=6)
-    parser.add_argument("--rounds", type=int, default=None, help="rounds per game (default: max-pips + 1)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--players", type=int, default=2, help="players")
+    parser.add_argument("--max-pips", type=int, default=6, help="double-N set")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds per game (default: max-pips + 1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the env and the policy")
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # small tensors: one thread beats one per core
     torch.manual_seed(args.seed)
+    # TorchRL warns on every PettingZoo version but the one it was tested with (1.24.3); the
+    # wrapper works with ours, and the rollout below checks it.
+    warnings.filterwarnings("ignore", message="PettingZoo in TorchRL is tested using version",
+                            category=UserWarning)
 
     env = PettingZooWrapper(
         env=chicken_foot_v1.env(num_players=args.players, max_pips=args.max_pips,

@@ -13,6 +13,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +69,10 @@ def test_pettingzoo_example_runs_as_a_script():
 def test_sb3_maskable_ppo_trains_and_evaluates_with_masks():
     pytest.importorskip("sb3_contrib", reason="needs the train extra")
     # illegal_action="raise" in the example: one unmasked action would fail the run.
+    import torch
+
     out = load("sb3_maskable_ppo").main(["--steps", "512", "--envs", "2", "--eval-episodes", "4"])
+    assert torch.get_num_threads() == 1  # a small network: one thread (README, Single-agent env)
     assert out["timesteps"] >= 512
     assert len(out["rewards"]) == 4 and all(n >= 1 for n in out["lengths"])
     assert all(np.isfinite(out["rewards"]))
@@ -77,7 +81,11 @@ def test_sb3_maskable_ppo_trains_and_evaluates_with_masks():
 @pytest.mark.slow
 def test_torchrl_rollout_samples_only_legal_actions_and_pays_zero_sum():
     pytest.importorskip("torchrl", reason="optional extra: pip install -e '.[torchrl]'")
-    out = load("torchrl_rollout").main(["--steps", "300", "--rounds", "1"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = load("torchrl_rollout").main(["--steps", "300", "--rounds", "1"])
+    # TorchRL's warning about PettingZoo's version is silenced; any other warning still shows.
+    assert not [w for w in caught if "PettingZoo in TorchRL" in str(w.message)]
     acting, legal, masks, rewards = out["acting"], out["legal"], out["masks"], out["rewards"]
     assert acting.shape == (300, 2)
     assert (acting.sum(-1) == 1).all()  # AEC: exactly one player acts per step
@@ -143,3 +151,14 @@ def test_rllib_example_trains_self_play_with_legal_actions_only():
     assert out["env_steps"] >= 128
     assert out["actions"] > 0 and out["legal"] == out["actions"]
     assert out["episodes"] >= 1
+
+
+def test_rllib_example_without_ray_says_how_to_get_it():
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("Ray is installed here: the example runs (the test above)")
+    done = subprocess.run([sys.executable, str(EXAMPLES / "rllib_ppo.py")], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: examples/rllib_ppo.py needs Ray RLlib")
+    assert "make test-rllib" in done.stderr and ".venv-rllib" in done.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import io
 import re
 import shlex
@@ -109,3 +110,54 @@ def test_i12_20_readme_flags_exist(module_name):
                 assert re.search(rf"(^|[\s,\[]){re.escape(flag)}\b", helped), (
                     f"README passes {flag} to python -m {name}, which its --help does not list"
                 )
+
+
+# Every command-line program: its module and how it is started (examples by path).
+CLIS = ["training.ppo", "training.evaluate", "training.ship", "training.export", "training.plot",
+        "training.fit_value", "training.bench", "cf_env.viz.replay", "cf_env.tools.play",
+        "cf_env.tools.demo", "cf_env.tools.bench", "cf_env.tools.soak", "cf_env.tools.compile",
+        "cf_env.tools.kernel_bench", "cf_env.tools.search_bench", "cf_env.tools.openspiel_bots",
+        *(f"examples/{p.name}" for p in sorted((ROOT / "examples").glob("*.py")))]
+
+
+def _parser_of(cli: str, monkeypatch):
+    """The argparse parser a program's `main` builds (stopped before it parses anything)."""
+    import argparse
+
+    class Built(Exception):
+        pass
+
+    def capture(self, *args, **kwargs):
+        raise Built(self)
+
+    if cli.startswith("examples/"):
+        spec = importlib.util.spec_from_file_location(f"example_{Path(cli).stem}", ROOT / cli)
+        try:
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except (ImportError, SystemExit) as missing:  # an optional library's example
+            pytest.skip(f"{cli}: {missing}")
+    else:
+        module = importlib.import_module(cli)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", capture)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_known_args", capture)
+    with pytest.raises(Built) as built:
+        (getattr(module, "parse_args", None) or module.main)([])
+    return built.value.args[0]
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_every_cli_help_shows_its_defaults(cli, monkeypatch):
+    import argparse
+
+    parser = _parser_of(cli, monkeypatch)
+    formatter = parser._get_formatter()
+    for action in parser._actions:
+        if not action.option_strings or action.help == argparse.SUPPRESS:
+            continue
+        default = action.default
+        if default is None or default is False or default is argparse.SUPPRESS or default in (
+                [], ""):
+            continue  # "not given": the help says in words what happens then, if anything
+        shown = formatter._get_help_string(action) % {**vars(action), "prog": parser.prog}
+        assert "default" in shown, f"{cli} {action.option_strings[0]}: --help shows no default"

@@ -27,6 +27,7 @@ import sys
 import time
 
 from cf_env.tools import bench as cf_bench
+from cf_env.tools.cli import HelpFormatter
 
 from .config import load_config
 from .selfplay import SelfPlayTrainer
@@ -86,7 +87,8 @@ def run(sets: list[str], rounds: int, iterations: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.bench",
-                                     description=__doc__.split("\n")[0])
+                                     description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="rounds (medians are over rounds)")
     parser.add_argument("--iterations", type=int, default=2,
                         help="self-play iterations (rollout + update) per round")

@@ -13,6 +13,7 @@ builds every policy spec the config names (the slower check, done once before a 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import types
 import typing
@@ -200,7 +201,9 @@ def _coerce(value, kind, where: str):
     """`value` checked against the annotation `kind`; a union takes the first option that fits.
 
     Ints are accepted for floats, and so are numeric strings: YAML 1.1 reads "1e-4" (no dot) as
-    a string, meant as a number. A bool is never an int.
+    a string, meant as a number. For an int, an integral float or numeric string is accepted
+    too (`1e6`, `3.0e6`: a million), and a fractional one (`1.5`) is refused naming the field. A
+    bool is never an int.
     """
     union = typing.get_origin(kind) in (typing.Union, types.UnionType)
     if value is None and union and type(None) in typing.get_args(kind):
@@ -218,10 +221,51 @@ def _coerce(value, kind, where: str):
                     pass
         if expected is int and isinstance(value, bool):
             continue
+        if expected is int and (isinstance(value, float)
+                                or (isinstance(value, str) and str not in options)):
+            number = _integral(value)
+            if number is not None:
+                return number
+            if len(options) == 1 and (isinstance(value, float) or _is_number(value)):
+                raise ValueError(f"{where} must be an int (a whole number such as 1e6); "
+                                 f"got {value!r}")
         if isinstance(value, expected):
             return value
     names = " or ".join(getattr(k, "__name__", str(k)) for k in options)
     raise ValueError(f"{where} must be {names}; got {value!r}")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _integral(value) -> int | None:
+    """The int an integral float or numeric string stands for (1e6, "1e6", 3.0), else None."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            if not _is_number(text):
+                return None
+            value = float(text)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _nearest(names: list[str], valid, prefix: str = "") -> str:
+    """"; did you mean 'ppo.learning_rate'?" for the unknown names close to a valid one."""
+    hints = []
+    for name in names:
+        close = difflib.get_close_matches(name, sorted(valid), n=1)
+        if close:
+            hints.append(repr(prefix + close[0]))
+    return f"; did you mean {' / '.join(hints)}?" if hints else ""
 
 
 def dataclass_from_dict(cls, data: dict, where: str = "", defaults=None):
@@ -233,7 +277,8 @@ def dataclass_from_dict(cls, data: dict, where: str = "", defaults=None):
     types_ = _field_types(cls)
     unknown = sorted(set(data) - set(types_))
     if unknown:
-        raise ValueError(f"unknown key(s) {unknown} in {where or 'config'}; valid: {sorted(types_)}")
+        raise ValueError(f"unknown key(s) {unknown} in {where or 'config'}; valid: {sorted(types_)}"
+                         + _nearest(unknown, types_, f"{where}." if where else ""))
     if defaults is None:
         defaults = cls()
     changes = {}

@@ -5,7 +5,8 @@ policies rotated through all seats, each replay dealing exactly the same tiles t
 position and drawing the boneyard in the same order (the engine is reset with the deal's seed; its
 shuffles do not depend on play). Each policy thus plays every hand. The rotation group of one
 deal is the statistical unit: a policy's per-deal value is its mean over the games and seats it
-held in that group, and 95% Student-t intervals are computed over deals.
+held in that group, and 95% intervals are computed over deals (Wilson score intervals for win
+rates, Student-t for the other means: `training.stats`).
 
 * **deal** — full games (default): one engine seed, i.e. the deals of every round of a game
   (`num_rounds` rounds), replayed as `num_players` games. With `single_round=True` the config is
@@ -49,11 +50,19 @@ This module owns the method (seeds, lineup, rotations, blocks, aggregation over 
 CLI; the metrics, intervals and ratings are `training.stats`'s, the tables, plot and output files
 `training.report`'s.
 
-The CLI checks everything the user gave (config, specs, by building each policy once, the output
-and record paths, by opening them for writing) before the first game; a problem there prints one
-``error:`` line and exits 2. A policy that fails during play (an illegal action, an exception,
-`SystemExit` included, a worker process that died) prints one ``error:`` line and exits 1; a
-Ctrl-C prints ``interrupted`` and exits 130. Anything else is a bug and keeps its traceback.
+The CLI plays one evaluation per opponent spec (`--opponents greedy,heuristic`: the agent
+against 3× greedy, then against 3× heuristic, the figures training's log reports), or with
+``--mixed`` one table seating them all. A spec that plays a checkpoint (`ppo:`, `guided:`, ...)
+sets the rules: the game its card says it was trained for (`--players`, `--max-pips`, `--rounds`
+left out are taken from it; ones that contradict it are refused with the values that would
+work), as `cf_env.play` does. Output files that exist are refused without ``--force``; without
+``--out`` the first free name of results/eval.json, results/eval-2.json, ... is taken, and the
+paths written are printed. The CLI checks everything the user gave (config, specs, by building
+each policy once, the output and record paths, by opening them for writing) before the first
+game; a problem there prints one ``error:`` line and exits 2. A policy that fails during play
+(an illegal action, an exception, `SystemExit` included, a worker process that died) prints one
+``error:`` line and exits 1; a Ctrl-C prints ``interrupted`` and exits 130. Anything else is a
+bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -61,10 +70,12 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
 import mmap
 import multiprocessing
 import os
 import pickle
+import re
 import signal
 import sys
 import tempfile
@@ -87,28 +98,40 @@ from cf_env.agents.arena import (
     describe_exception,
     user_interrupts,
 )
-from cf_env.agents.policies import Policy, load_policy
+from cf_env.agents.checkpoint import read_card
+from cf_env.agents.policies import Policy, load_policy, spec_checkpoint
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder, SeatView
+from cf_env.tools.cli import HelpFormatter, limit_threads
 from cf_env.viz.record import engine_actions, write_record
 from training.processes import anonymous_memory, describe_exit, die_with_parent, receive_fd, send_fd
 from training.report import check_writable, format_markdown, output_paths, plot, write_report
-from training.stats import METRIC_DOCS, METRICS, game_values, mean_ci, openskill_ratings
+from training.stats import (
+    METRIC_DOCS,
+    METRICS,
+    difference_ci,
+    game_values,
+    metric_ci,
+    openskill_ratings,
+)
 
 # Re-exported: callers import these from here (the CLI's outputs, the error a policy raises).
 __all__ = [
     "BLOCK_DEALS",
+    "DEFAULT_OUT",
     "EvaluationPlan",
     "IllegalPolicyActionError",
     "PolicyError",
     "WorkerDiedError",
+    "card_rules",
     "check_writable",
     "deal_seed",
     "evaluate",
     "fail",
     "format_markdown",
     "lineup",
+    "lineups",
     "main",
     "output_paths",
     "plan_evaluation",
@@ -654,13 +677,13 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
     for i, label in enumerate(labels):
         entry = {"name": label, "seats": owners.count(i)}
         for m in METRICS:
-            entry[m] = mean_ci(per_deal[m][:, i])
+            entry[m] = metric_ci(m, per_deal[m][:, i], n)
         result_policies.append(entry)
     differences = []
     for j in range(1, len(items)):
         diff = {"agent": labels[0], "opponent": labels[j]}
         for m in METRICS:
-            diff[m] = mean_ci(per_deal[m][:, 0] - per_deal[m][:, j])
+            diff[m] = difference_ci(m, per_deal[m][:, 0] - per_deal[m][:, j], n)
         differences.append(diff)
     ratings = openskill_ratings(labels, owners, games_in_order)
     for entry, rating in zip(result_policies, ratings):
@@ -678,7 +701,9 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
         "method": {
             "deal": "one round's shuffle" if single_round else f"one game ({cfg.num_rounds} rounds)",
             "rotation": f"each deal replayed {n} times, lineup rotated one seat each time",
-            "interval": "95% Student-t over deals (the rotation group is the unit)",
+            "interval": "95% over deals (the rotation group is the unit): Wilson score for win "
+            "rates, Student-t for the other means and the differences, clipped to the range "
+            "each metric can take",
             "differences": "agent minus opponent, per deal",
             "rating": "OpenSkill Plackett-Luce, every game in deal order; "
             "a policy on several seats is ranked by its mean seat rank",
@@ -715,70 +740,213 @@ def _parse_value(text: str):
     try:
         return int(text)
     except ValueError:
+        pass
+    try:
+        number = float(text)  # 1e2: an integral float is the int it names
+    except ValueError:
         return text
+    return int(number) if number.is_integer() else number
 
 
-def main(argv: list[str] | None = None) -> dict:
+DEFAULT_OUT = "results/eval"  # without --out: the first of results/eval, eval-2, ... not taken
+
+
+def lineups(agent: str, opponents: list[str], mixed: bool = False) -> list[list[str]]:
+    """The evaluations the CLI plays: one per opponent spec, the agent against copies of it on
+    every other seat (what training's periodic evaluations report), or with `mixed` one table
+    seating them all (`lineup` repeats them cyclically)."""
+    if mixed or len(opponents) <= 1:
+        return [[agent, *opponents]]
+    unique = list(dict.fromkeys(opponents))
+    return [[agent, opponent] for opponent in unique]
+
+
+def _slug(spec: str) -> str:
+    """A file-name part for an opponent spec ("ppo:checkpoints/x" -> "ppo-x")."""
+    path = spec_checkpoint(spec)
+    if path:
+        spec = f"{spec.partition(':')[0]}-{Path(path).name}"
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "-", spec).strip("-.") or "opponent"
+
+
+def lineup_names(groups: list[list[str]]) -> list[str]:
+    """A distinct file-name part per lineup of several ("vs-greedy", "vs-heuristic", ...)."""
+    names: list[str] = []
+    for group in groups:
+        name = "vs-" + "-".join(_slug(spec) for spec in group[1:])
+        names.append(name if name not in names else f"{name}-{len(names) + 1}")
+    return names
+
+
+def _outputs(out: str | None, names: list[str] | None, force: bool) -> list[tuple[Path, ...]]:
+    """The (JSON, Markdown, PNG) paths of each lineup (one lineup: `output_paths(out)`; several:
+    `<out>-vs-<opponent>.*`). An existing file is refused without `force`; without `out` the
+    first default name whose files are all free is taken."""
+
+    def paths(base: str) -> list[tuple[Path, ...]]:
+        json_path = output_paths(base)[0]
+        stem = json_path.with_suffix("")
+        if names is None:
+            return [output_paths(base)]
+        return [output_paths(stem.with_name(f"{stem.name}-{name}")) for name in names]
+
+    def taken(groups: list[tuple[Path, ...]]) -> list[Path]:
+        return [path for group in groups for path in group if path.is_file()]
+
+    if out is None and not force:
+        for number in range(1, 10_000):
+            groups = paths(DEFAULT_OUT if number == 1 else f"{DEFAULT_OUT}-{number}")
+            if not taken(groups):
+                return groups
+        raise ValueError(f"every name {DEFAULT_OUT}-<n>.json up to 9999 is taken; give --out")
+    groups = paths(out or DEFAULT_OUT)
+    existing = taken(groups)
+    if existing and not force:
+        raise ValueError(f"{', '.join(map(str, existing))} already exist(s); pass --force to "
+                         "overwrite, or give another --out (nothing was written)")
+    return groups
+
+
+def card_rules(specs: list[str]) -> tuple[str, dict] | None:
+    """(spec, rules) of the first spec that plays a checkpoint (`ppo:`, `guided:`, ...): the
+    game its card says it was trained for (as `cf_env.play` reads it); None without one."""
+    for spec in specs:
+        path = spec_checkpoint(spec)
+        if path:
+            return spec, ChickenFootConfig.from_dict(read_card(path)["env_config"]).to_dict()
+    return None
+
+
+def _rules(args: argparse.Namespace, specs: list[str]) -> dict:
+    """The config fields of the CLI: a checkpoint's card (if any spec plays one), the options
+    given, then `--set`. `--players`/`--max-pips` that contradict the card are refused with the
+    values that would work."""
+    card = card_rules(specs)
+    given = {"num_players": args.players, "max_pips": args.max_pips}
+    if card is None:
+        fields = {"num_players": 4 if args.players is None else args.players,
+                  "max_pips": 9 if args.max_pips is None else args.max_pips,
+                  "num_rounds": args.rounds}
+    else:
+        spec, fields = card
+        wrong = [f"--{option} {given[field]}" for option, field in
+                 (("players", "num_players"), ("max-pips", "max_pips"))
+                 if given[field] is not None and given[field] != fields[field]]
+        if wrong:
+            raise ValueError(
+                f"{' '.join(wrong)} contradicts {spec}: it was trained for "
+                f"{fields['num_players']} players, double-{fields['max_pips']}, and a checkpoint "
+                f"plays only the game it was trained for; give --players {fields['num_players']} "
+                f"--max-pips {fields['max_pips']}, or leave them out to take them from its card"
+            )
+        if args.rounds is not None:
+            fields["num_rounds"] = args.rounds
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set takes FIELD=VALUE (a ChickenFootConfig field); got {item!r}")
+        fields[key.strip()] = _parse_value(value.strip())
+    return fields
+
+
+def _headline(result: dict) -> str:
+    """One lineup's result in the words of training's log: the agent's win rate and interval."""
+    agent, opponents = result["policies"][0], result["policies"][1:]
+    n = result["config"]["num_players"]
+    against = (f"{n - 1}× {opponents[0]['name']}" if len(opponents) == 1
+               else ", ".join(f"{p['seats']}× {p['name']}" for p in opponents))
+    win = agent["win_rate"]
+    unit = "single rounds" if result["single_round"] else "games"
+    return (f"{agent['name']} vs {against}: win rate {win['mean']:.1%} [{win['ci_low']:.1%}, "
+            f"{win['ci_high']:.1%}] over {result['deals']} duplicate deals of {unit} "
+            f"(parity {1 / n:.0%})")
+
+
+def main(argv: list[str] | None = None) -> dict | list[dict]:
+    """The command; returns the result dict, or one per lineup when there are several."""
     parser = argparse.ArgumentParser(
         prog="python -m training.evaluate",
         description="Evaluate a policy against opponents over duplicate deals with seat rotation.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--agent", required=True, help="policy spec under test, e.g. heuristic")
     parser.add_argument("--opponents", required=True,
-                        help="comma-separated opponent specs, e.g. greedy,random "
-                        "(repeated cyclically to fill the seats)")
-    parser.add_argument("--players", type=int, default=4)
-    parser.add_argument("--max-pips", type=int, default=9)
+                        help="comma-separated opponent specs, e.g. greedy,heuristic: one "
+                        "evaluation per spec, the agent against it on every other seat (as "
+                        "training reports); with --mixed one table seats them all")
+    parser.add_argument("--mixed", action="store_true",
+                        help="seat all the opponents at one table (repeated cyclically to fill "
+                        "the seats) instead of one evaluation per opponent")
+    parser.add_argument("--players", type=int, default=None,
+                        help="players (default: a checkpoint's card, else 4)")
+    parser.add_argument("--max-pips", type=int, default=None,
+                        help="double-N set (default: a checkpoint's card, else 9)")
     rounds = parser.add_mutually_exclusive_group()
-    rounds.add_argument("--rounds", type=int, default=None, help="rounds per game (default N+1)")
+    rounds.add_argument("--rounds", type=int, default=None,
+                        help="rounds per game (default: a checkpoint's card, else N+1)")
     rounds.add_argument("--single-round", action="store_true", help="evaluate single rounds")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="any other ChickenFootConfig field, e.g. --set double_blank_value=25")
-    parser.add_argument("--deals", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--out", default="results/eval.json",
+    parser.add_argument("--deals", type=int, default=2000, help="duplicate deals")
+    parser.add_argument("--seed", type=int, default=0, help="master seed of deals and policies")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument("--out", default=None,
                         help="output path X.json: writes X.json, X.md and X.png (X is the path "
-                        "less a .json/.md/.png suffix)")
+                        "less a .json/.md/.png suffix; several lineups: X-vs-<opponent>.*); "
+                        f"default: {DEFAULT_OUT}.json, or {DEFAULT_OUT}-2.json, ... the first "
+                        "name not taken")
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite output files that exist (without it they are refused)")
     parser.add_argument("--record", default=None, metavar="FOLDER",
                         help="save every game as a game record (cf_env.record, for "
-                        "python -m cf_env.replay) in this new or empty folder")
-    parser.add_argument("--no-progress", action="store_true")
+                        "python -m cf_env.replay) in this new or empty folder (several lineups: "
+                        "one subfolder each)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    limit_threads()
 
     # Everything the user gave is checked here, before the first game (exit 2 on a problem).
     try:
-        fields = {"max_pips": args.max_pips, "num_players": args.players, "num_rounds": args.rounds}
-        for item in args.set:
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise ValueError(f"--set takes FIELD=VALUE (a ChickenFootConfig field); got {item!r}")
-            fields[key.strip()] = _parse_value(value.strip())
-        config = ChickenFootConfig.from_dict(fields)
         opponents = [s.strip() for s in args.opponents.split(",") if s.strip()]
-        outputs = output_paths(args.out)
-        check_writable(outputs)
-        plan = plan_evaluation([args.agent, *opponents], config, args.deals, seed=args.seed,
-                               workers=args.workers, single_round=args.single_round,
-                               record=args.record)
-    except (ValueError, OSError) as err:  # OSError: e.g. a ppo: checkpoint that is not there
+        config = ChickenFootConfig.from_dict(_rules(args, [args.agent, *opponents]))
+        groups = lineups(args.agent, opponents, args.mixed)
+        names = lineup_names(groups) if len(groups) > 1 else None
+        outputs = _outputs(args.out, names, args.force)
+        for paths in outputs:
+            check_writable(paths)
+        plans = [plan_evaluation(group, config, args.deals, seed=args.seed,
+                                 workers=args.workers, single_round=args.single_round)
+                 for group in groups]
+        if args.record is not None:  # made last: a refused command leaves no folder
+            folder = prepare_record_folder(args.record)
+            plans = [dataclasses.replace(plan, record=folder if names is None
+                                         else prepare_record_folder(folder / name))
+                     for plan, name in zip(plans, names or [None])]
+    except (ValueError, OSError) as err:  # OSError: e.g. a folder that cannot be made
         fail(err, 2)
-    started = time.perf_counter()
-    try:
-        result = run_evaluation(plan, progress=not args.no_progress)
-    except (PolicyError, WorkerDiedError) as err:  # a policy failed during play
-        fail(err, 1)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
-    elapsed = time.perf_counter() - started
-    table = write_report(result, outputs)
-    json_path, md_path, png_path = outputs
-    print(table)
-    print(f"{result['games']} games in {elapsed:.1f} s with {args.workers} worker(s); "
-          f"wrote {json_path}, {md_path}, {png_path}"
-          + (f"; game records in {plan.record}/" if plan.record is not None else ""))
-    return result
+    results = []
+    for plan, paths in zip(plans, outputs):
+        started = time.perf_counter()
+        try:
+            result = run_evaluation(plan, progress=not args.no_progress)
+        except (PolicyError, WorkerDiedError) as err:  # a policy failed during play
+            fail(err, 1)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            raise SystemExit(130) from None
+        elapsed = time.perf_counter() - started
+        table = write_report(result, paths)
+        if len(plans) > 1:
+            print(f"## {plan.labels[0]} vs {', '.join(plan.labels[1:])}\n")
+        print(table)
+        print(_headline(result))
+        print(f"{result['games']} games in {elapsed:.1f} s with {args.workers} worker(s); "
+              f"wrote {', '.join(map(str, paths))}"
+              + (f"; game records in {plan.record}/" if plan.record is not None else ""))
+        if len(plans) > 1:
+            print()
+        results.append(result)
+    return results[0] if len(results) == 1 else results
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ import numpy as np
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.core.observation import observation_layout
+from cf_env.tools.cli import HelpFormatter
 
 from . import checkpoints as ckpt
 from .config import load_yaml_text
@@ -311,6 +312,7 @@ def main(argv: list[str] | None = None) -> Path:
         prog="python -m training.export",
         description="Write a weights-only checkpoint (card.json + policy.npz, no pickle) from a "
                     "run directory, a checkpoint directory, or (with --allow-pickle) an SB3 zip.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("source", help="run directory, checkpoint directory, or SB3 .zip")
     parser.add_argument("out", help="output checkpoint directory (must not exist)")

@@ -46,6 +46,7 @@ from cf_env.agents.checkpoint import (
     resolve_checkpoint,
 )
 from cf_env.core import atomic
+from cf_env.tools.cli import HelpFormatter
 
 from . import checkpoints as ckpt
 from .collector import Collector, compute_gae
@@ -176,7 +177,8 @@ def fit(checkpoint: str | Path, *, decisions: int, games: int = 256, rollout_ste
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.fit_value",
-                                     description=__doc__.split("\n")[0])
+                                     description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("checkpoint", help="a self-play checkpoint folder (or run directory)")
     parser.add_argument("--decisions", type=int, default=4_000_000,
                         help="learner decisions collected and fitted on (default 4,000,000)")
@@ -184,9 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollout-steps", type=int, default=32,
                         help="batched steps per rollout (games x steps decisions each)")
     parser.add_argument("--epochs", type=int, default=2, help="passes over each rollout")
-    parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--learning-rate", type=float, default=1e-4)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=1024, help="minibatch size")
+    parser.add_argument("--learning-rate", type=float, default=1e-4, help="Adam step size")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the games and the fit")
     parser.add_argument("--init", default=None,
                         help="start from a trainer.pt, a checkpoint with a value head, or 'fresh' "
                              "(default: the checkpoint's own value head, else fresh)")

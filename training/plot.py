@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from cf_env.core import atomic
+from cf_env.tools.cli import HelpFormatter
 
 from .provenance import read_run_info
 
@@ -95,13 +96,14 @@ def plot_run(run_dir: str | Path, out: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     with atomic.atomic_path(out) as temporary:
-        fig.savefig(temporary, dpi=120, format="png")
+        fig.savefig(temporary, dpi=120, format="png", bbox_inches="tight", pad_inches=0.15)
     plt.close(fig)
     return out
 
 
 def main(argv: list[str] | None = None) -> Path:
-    parser = argparse.ArgumentParser(prog="python -m training.plot", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m training.plot", description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("run_dir", help="a run directory written by python -m training.ppo")
     parser.add_argument("--out", default=None, help="PNG path (default: <run_dir>/learning_curve.png)")
     args = parser.parse_args(argv)

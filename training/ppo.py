@@ -82,6 +82,7 @@ from .session import (  # noqa: F401  (shared by both algorithms; re-exported fo
     new_run_dir,
     read_run_info,
     snapshot_paths,
+    step_text,
     summary,
     write_run_info,
 )
@@ -340,9 +341,15 @@ def train_maskable_ppo(config: TrainConfig, run_dir: Path, *, resume: bool = Fal
 
 
 # ------------------------------------------------------------------------------- command line
+DEFAULT_CONFIG = "configs/default.yaml"
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m training.ppo", description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default="configs/default.yaml", help="YAML config file")
+    parser = argparse.ArgumentParser(prog="python -m training.ppo", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--config", default=None,
+                        help=f"YAML config file (default: {DEFAULT_CONFIG}; not with --resume, "
+                        "which reads the run's own config.yaml)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override a config field, e.g. --set ppo.learning_rate=1e-4")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR")
@@ -374,10 +381,18 @@ def prepare(args: argparse.Namespace) -> Start:
     problem and what would be valid.
     """
     if args.resume:
+        if args.config is not None:
+            # A resumed run trains on its own config.yaml; another file would be ignored.
+            raise ValueError(f"--config {args.config} with --resume {args.resume}: a resumed run "
+                             f"keeps its own config ({Path(args.resume) / 'config.yaml'}); change "
+                             "fields with --set (python -m training.ppo --resume "
+                             f"{args.resume} --set total_steps=<more>), or start a new run with "
+                             "--config")
         return _prepare_resume(Path(args.resume), args.set)
-    config = load_config(args.config, args.set)
+    path = args.config or DEFAULT_CONFIG
+    config = load_config(path, args.set)
     validate_policies(config)
-    return Start(config, Path(args.config).stem)
+    return Start(config, Path(path).stem)
 
 
 def _prepare_resume(run_dir: Path, overrides: list[str]) -> Start:
@@ -442,8 +457,9 @@ def _run_session(start: Start, argv: list[str], console: Console) -> Path:
                     "starting it again from step 0")
     if start.checkpoint is not None:
         if start.steps >= config.total_steps:
-            console.say(f"run {run_dir} is already complete: step {start.steps:,} of "
-                        f"{config.total_steps:,}; nothing to do, nothing changed. To train on: "
+            console.say(f"run {run_dir} is already complete: "
+                        f"{step_text(start.steps, config.total_steps)}; nothing to do, nothing "
+                        "changed. To train on: "
                         f"python -m training.ppo --resume {run_dir} --set total_steps=<more>")
             return start.checkpoint
         console.say(f"resuming run {run_dir} at step {start.steps:,} of {config.total_steps:,}")

@@ -61,12 +61,12 @@ def plot(result: dict, path: str | Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [p["name"] for p in result["policies"]]
+    names = [_tick_label(p["name"]) for p in result["policies"]]
     x = np.arange(len(names))
-    fig, axes = plt.subplots(1, 2, figsize=(4 + 1.6 * len(names), 4))
+    fig, axes = plt.subplots(1, 2, figsize=(4 + 1.6 * len(names), 4.5))
     for ax, metric, title, scale in (
         (axes[0], "win_rate", "win rate (%)", 100.0),
-        (axes[1], "round_score", "mean round score (lower is better)", 1.0),
+        (axes[1], "round_score", "mean round score\n(lower is better)", 1.0),
     ):
         cis = [p[metric] for p in result["policies"]]
         means = np.array([c["mean"] for c in cis]) * scale
@@ -77,15 +77,24 @@ def plot(result: dict, path: str | Path) -> None:
         ax.grid(axis="y", alpha=0.3)
     axes[0].axhline(100.0 / result["config"]["num_players"], color="grey", ls="--", lw=1,
                     label="fair share")
-    axes[0].legend(loc="best")
+    axes[0].legend(loc="upper right", fontsize=8)
     cfg = result["config"]
     what = "single rounds" if result["single_round"] else "full games"
     fig.suptitle(f"{cfg['num_players']}p double-{cfg['max_pips']}, {what}, "
                  f"{result['deals']} duplicate deals (95% CI)")
     fig.tight_layout()
     with atomic.atomic_path(path) as temporary:
-        fig.savefig(temporary, dpi=100, format="png")
+        # "tight": the saved area grows to every label, so long names clip nothing.
+        fig.savefig(temporary, dpi=100, format="png", bbox_inches="tight", pad_inches=0.15)
     plt.close(fig)
+
+
+def _tick_label(name: str, most: int = 28) -> str:
+    """A policy's name short enough for an axis ("ppo:checkpoints/x" -> "ppo:…/x")."""
+    kind, _, arg = name.partition(":")
+    if len(name) > most and "/" in arg:
+        name = f"{kind}:…/{arg.rstrip('/').rsplit('/', 1)[-1]}"
+    return name if len(name) <= most else name[: most - 1] + "…"
 
 
 # --------------------------------------------------------------------------- output files

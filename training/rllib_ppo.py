@@ -59,23 +59,32 @@ import numpy as np
 
 from cf_env import OBSERVATION_VERSION
 from cf_env.core import atomic
+from cf_env.tools.cli import HelpFormatter
 from training import checkpoints as ckpt
 from training.provenance import create_run_dir, git_revision, package_versions
 
 # Without Ray, importing training.rllib_algorithm raises an ImportError naming the extra to
-# install. Its classes are re-exported: RLlib checkpoints written before the split name them here.
-from training.rllib_algorithm import (
-    ENV_NAME,
-    LEGACY_ENV_NAMES,
-    SHARED,
-    BotRLModule,
-    ChickenFootCallbacks,
-    ChickenFootRLlibEnv,
-    algorithm_config,
-    init_ray,
-    make_env,
-    map_agent,
-)
+# install (run as a command: one error line, exit 2). Its classes are re-exported: RLlib
+# checkpoints written before the split name them here.
+try:
+    from training.rllib_algorithm import (
+        ENV_NAME,
+        LEGACY_ENV_NAMES,
+        SHARED,
+        BotRLModule,
+        ChickenFootCallbacks,
+        ChickenFootRLlibEnv,
+        algorithm_config,
+        init_ray,
+        make_env,
+        map_agent,
+    )
+except ImportError as _err:
+    if __name__ != "__main__":
+        raise
+    print(f"error: {_err}; or use the venv that `make test-rllib` builds: "
+          ".venv-rllib/bin/python -m training.rllib_ppo", file=sys.stderr)
+    raise SystemExit(2) from None
 from training.rllib_compat import bot_seed, export_policy, make_bot
 from training.rllib_config import (
     LEARNER,
@@ -223,7 +232,8 @@ def bench_sampling(config: RLlibTrainConfig, runner_counts: list[int], steps: in
 # ------------------------------------------------------------------------------- CLI
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m training.rllib_ppo",
-                                     description=__doc__.split("\n")[0])
+                                     description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--config", default="configs/rllib_ppo.yaml", help="YAML config file")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override a config field, e.g. --set env_runners.num_env_runners=4")
@@ -239,12 +249,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None):
     args = parse_args(argv)
     argv = list(sys.argv[1:] if argv is None else argv)
-    config = load_config(args.config, args.set)
+    try:
+        config = load_config(args.config, args.set)
+    except (ValueError, OSError) as err:  # the user's config: one error line, exit 2
+        print("error: " + " ".join(str(err).split()), file=sys.stderr)
+        raise SystemExit(2) from None
     if args.bench_sampling is not None:
         try:
             counts = [int(c) for c in args.bench_sampling.split(",")]
-        except ValueError as err:
-            raise SystemExit(f"--bench-sampling takes counts like 1,2; got {args.bench_sampling!r}") from err
+        except ValueError:
+            print(f"error: --bench-sampling takes counts like 1,2; got {args.bench_sampling!r}",
+                  file=sys.stderr)
+            raise SystemExit(2) from None
         for row in bench_sampling(config, counts, args.bench_steps, address=args.address):
             print(json.dumps(row))
         return None

@@ -170,7 +170,7 @@ def summary(run_dir: Path, config: TrainConfig, result: TrainResult, first_step:
             session_s: float, total_s: float) -> str:
     """The end-of-session report: steps, time, the last evaluation, where the checkpoint is."""
     lines = [
-        f"run {run_dir} done: step {result.steps:,} of {config.total_steps:,} "
+        f"run {run_dir} done: {step_text(result.steps, config.total_steps)} "
         f"({result.steps - first_step:,} steps this session in {_duration(session_s)}; "
         f"{_duration(total_s)} of training in all)"
     ]
@@ -193,6 +193,15 @@ def summary(run_dir: Path, config: TrainConfig, result: TrainResult, first_step:
     lines.append(f"play it as ppo:{run_dir}; train on with python -m training.ppo --resume "
                  f"{run_dir} --set total_steps=<more>")
     return "\n".join(lines)
+
+
+def step_text(steps: int, total: int) -> str:
+    """Where a run is, honestly: "step 1,024 of 3,000,000", or once a run has passed its target
+    (a trainer stops at the end of the rollout that reaches it) "3,006,464 steps (target
+    3,000,000)", never "step 3,006,464 of 3,000,000"."""
+    if steps > total:
+        return f"{steps:,} steps (target {total:,})"
+    return f"step {steps:,} of {total:,}"
 
 
 def _duration(seconds: float) -> str:

@@ -16,9 +16,10 @@ also played over full games (full games cost ten rounds each: the default is all
 
 Everything is checked before the evaluations start (`check_ship`): the run directory, its
 `run.json`, the pointer and the checkpoint it names (card and weights, by building the policy
-once), every evaluation's settings, and the destination. `<dest>` may be new, empty, or an
-earlier shipped agent (a folder with `card.json`), which is replaced; any other existing path
-is refused, and so is a destination inside the run directory (or holding it). The new agent is
+once), every evaluation's settings, and the destination. `<dest>` may be new, empty, or (with
+`--force`) an earlier shipped agent (a folder with `card.json`), which is replaced; any other
+existing path is refused, and so is a destination inside the run directory (or holding it).
+The agent's folders are made 0755 and its files 0644 (`publish_modes`). The new agent is
 built in a staging sibling of `<dest>` and swapped into place whole when complete
 (`cf_env.core.atomic.replace_dir`), so a ship killed at any instant leaves the earlier agent
 or the new one; the next ship removes a killed ship's staging folder and renames back an agent
@@ -29,6 +30,7 @@ that an older ship left aside (`.<dest>.old-…`). A problem found by the checks
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import shutil
 import tempfile
@@ -38,6 +40,7 @@ from pathlib import Path
 
 from cf_env import ChickenFootConfig
 from cf_env.core import atomic
+from cf_env.tools.cli import HelpFormatter, limit_threads
 
 from . import checkpoints as ckpt
 from .config import config_from_dict
@@ -110,7 +113,7 @@ def _recover_dest(dest: Path) -> None:
         print(f"restored {dest} from {aside[0].name}, where an interrupted ship had left it")
 
 
-def _check_dest(run_dir: Path, dest: Path) -> None:
+def _check_dest(run_dir: Path, dest: Path, force: bool = False) -> None:
     run, target = run_dir.resolve(), dest.resolve()
     if target == run or run in target.parents or target in run.parents:
         raise ValueError(f"destination {dest} would overlap the run directory {run_dir}; ship to "
@@ -122,6 +125,9 @@ def _check_dest(run_dir: Path, dest: Path) -> None:
         if any(dest.iterdir()) and not (dest / "card.json").is_file():
             raise ValueError(f"destination {dest} exists and is not a shipped agent (no "
                              "card.json); refusing to replace it: give a new or empty folder")
+        if any(dest.iterdir()) and not force:
+            raise ValueError(f"destination {dest} holds a shipped agent already; pass --force to "
+                             "replace it, or give a new folder")
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=dest.parent):  # where the new agent is built
@@ -132,7 +138,8 @@ def _check_dest(run_dir: Path, dest: Path) -> None:
 
 def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", deals: int = 2000,
                workers: int = 1, seed: int = 1, full_games: tuple[str, ...] = BASELINES,
-               also: tuple[str, ...] = (), hardware: str = "2 CPU cores") -> ShipPlan:
+               also: tuple[str, ...] = (), hardware: str = "2 CPU cores",
+               force: bool = False) -> ShipPlan:
     """Check everything `ship` needs before its long work; `ValueError`/`OSError` say what is
     wrong (see the module docstring)."""
     run_dir, dest = Path(run_dir), Path(dest)
@@ -140,7 +147,9 @@ def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", dea
         raise ValueError(f"which must be 'best' or 'latest'; got {which!r}")
     unknown = [bot for bot in full_games if bot not in BASELINES]
     if unknown:
-        raise ValueError(f"--full-games takes baselines from {list(BASELINES)}; got {unknown}")
+        near = [match for bot in unknown for match in difflib.get_close_matches(bot, BASELINES, 1)]
+        raise ValueError(f"--full-games takes baselines from {list(BASELINES)}; got {unknown}"
+                         + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""))
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} does not exist (expected runs/<name>)")
     _recover_dest(dest)  # first: an agent a killed ship left aside is put back whatever follows
@@ -154,7 +163,7 @@ def check_ship(run_dir: str | Path, dest: str | Path, which: str = "latest", dea
     # Builds the policies once per evaluation: bad weights or a bad spec fail here.
     for opponent, single_round in plan.lineups():
         plan_evaluation([f"ppo:{source}", opponent], config, deals, seed, workers, single_round)
-    _check_dest(run_dir, dest)
+    _check_dest(run_dir, dest, force)
     return plan
 
 
@@ -169,10 +178,22 @@ def run_ship(plan: ShipPlan) -> dict:
     staging = atomic.staging_dir(dest, "shipping")
     try:
         card = _build(plan, staging)
+        publish_modes(staging)
         atomic.replace_dir(staging, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # left only if something failed
+    print(f"shipped {dest}/ ({', '.join(sorted(p.name for p in dest.iterdir()))}); play it as "
+          f"ppo:{dest}", flush=True)
     return card
+
+
+def publish_modes(folder: Path) -> None:
+    """Folders 0755 and files 0644 under `folder`, itself included: a shipped agent is for
+    everyone to read, whatever modes the temporary files and folders it was built from had
+    (`tempfile` makes them 0600 and 0700)."""
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def _build(plan: ShipPlan, folder: Path) -> dict:
@@ -195,7 +216,7 @@ def _build(plan: ShipPlan, folder: Path) -> dict:
     }
     evaluation = {"deals": plan.deals, "seed": plan.seed,
                   "method": "training.evaluate, duplicate deals, each deal replayed with seats "
-                  "rotated; 95% Student-t CI over deals",
+                  "rotated; 95% CI over deals (Wilson for win rates)",
                   "results": []}
     agent = f"ppo:{folder}"
     for bot, single_round in plan.lineups():
@@ -212,8 +233,8 @@ def _build(plan: ShipPlan, folder: Path) -> dict:
             "win_rate_minus_opponent": diff["win_rate"],
             "seconds": round(time.perf_counter() - started, 1),
         })
-        print(f"{'round' if single_round else 'game '} vs {bot}: win {me['win_rate']['mean']:.3f} "
-              f"[{me['win_rate']['ci_low']:.3f}, {me['win_rate']['ci_high']:.3f}]", flush=True)
+        print(f"{'round' if single_round else 'game '} vs {config.num_players - 1}× {bot}: win "
+              f"{_pct(me['win_rate'])} (parity {1 / config.num_players:.0%})", flush=True)
     card["evaluation"] = evaluation
     (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     plot_run(plan.run_dir, folder / "learning_curve.png")
@@ -293,24 +314,29 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__.split("\n")[0])
-    parser.add_argument("run_dir")
-    parser.add_argument("dest")
-    parser.add_argument("--which", choices=("best", "latest"), default="latest")
-    parser.add_argument("--deals", type=int, default=2000)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=1)
+    parser = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("run_dir", help="a run directory written by python -m training.ppo")
+    parser.add_argument("dest", help="the shipped agent's folder, e.g. checkpoints/<name>")
+    parser.add_argument("--which", choices=("best", "latest"), default="latest",
+                        help="the run's checkpoint to ship")
+    parser.add_argument("--deals", type=int, default=2000, help="duplicate deals per evaluation")
+    parser.add_argument("--workers", type=int, default=1, help="evaluation worker processes")
+    parser.add_argument("--seed", type=int, default=1, help="the evaluations' seed")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an earlier shipped agent at dest (without it, refused)")
     parser.add_argument("--full-games", default=",".join(BASELINES), metavar="BOT[,BOT]",
-                        help="baselines also evaluated over full games (default: all three)")
+                        help="baselines also evaluated over full games")
     parser.add_argument("--also", default="", metavar="SPEC[,SPEC]",
                         help="further opponents, single rounds (e.g. ppo:checkpoints/ppo-4p-d9)")
     parser.add_argument("--hardware", default="2 CPU cores",
                         help="where the run trained, as the card should say it")
     args = parser.parse_args(argv)
+    limit_threads()
     try:
         plan = check_ship(args.run_dir, args.dest, args.which, args.deals, args.workers, args.seed,
                           full_games=_names(args.full_games), also=_names(args.also),
-                          hardware=args.hardware)
+                          hardware=args.hardware, force=args.force)
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError
         fail(err, 2)
     return run_ship(plan)

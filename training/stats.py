@@ -1,5 +1,11 @@
 """The statistics of an evaluation (`training.evaluate`): each game's metrics per seat, Student-t
-confidence intervals, fractional ranks and OpenSkill ratings.
+confidence intervals (Wilson score intervals for win rates), fractional ranks and OpenSkill
+ratings.
+
+Every interval stays inside the values its metric can take: a win rate's is a Wilson score
+interval (`proportion_ci`), which never leaves [0, 1]; any other mean's is Student-t, clipped to
+the metric's range when it has one (`mean_ci(bounds=...)`: a rank lies in 1..players, a
+difference of win rates in -1..1).
 
 The metrics (`METRICS`, described in `METRIC_DOCS`) are read from a played game's scores and
 winners (`game_values`); the intervals and ratings are computed over them. Pure Python + numpy
@@ -97,19 +103,72 @@ def t_quantile(p: float, df: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95) -> dict[str, float]:
+def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95,
+            bounds: tuple[float, float] | None = None) -> dict[str, float]:
     """Mean and two-sided Student-t confidence interval: {"mean", "ci_low", "ci_high"}.
 
-    The values are treated as independent samples (here: one per duplicate deal).
+    The values are treated as independent samples (here: one per duplicate deal). `bounds`
+    (low, high), the range the metric can take, clips the interval to it: with few samples a
+    t-interval of a bounded mean can reach past what is possible.
     """
+    x = _samples(values, level)
+    mean = float(x.mean())
+    half = t_quantile(0.5 + level / 2.0, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return {"mean": mean, "ci_low": low, "ci_high": high}
+
+
+def proportion_ci(values: Sequence[float] | np.ndarray, level: float = 0.95) -> dict[str, float]:
+    """Mean and Wilson score interval of per-sample shares in [0, 1] (a win rate per deal):
+    {"mean", "ci_low", "ci_high"}, the interval always inside [0, 1].
+
+    A deal's share is a mean over its games (and a shared win is split), so the samples are not
+    0/1 trials; the interval is Wilson's at the effective sample size that the samples' own
+    variance gives, n_eff = p(1 - p) / SE² (SE: the standard error of the mean; n itself when
+    every sample is equal, e.g. no win at all), with the t quantile for n - 1 degrees of
+    freedom. For many deals and a share away from 0 and 1 it is the Student-t interval; near 0
+    and 1, and for few deals, it stays inside [0, 1] where a t-interval would not.
+    """
+    x = _samples(values, level)
+    if x.min() < 0.0 or x.max() > 1.0:
+        raise ValueError(f"proportion_ci needs values in [0, 1]; got {x.min()} .. {x.max()}")
+    n, p = x.size, float(x.mean())
+    z = t_quantile(0.5 + level / 2.0, n - 1)
+    variance = float(x.var(ddof=1)) / n  # of the mean
+    n_eff = p * (1.0 - p) / variance if variance > 0.0 and 0.0 < p < 1.0 else float(n)
+    z2 = z * z / n_eff
+    centre = (p + z2 / 2.0) / (1.0 + z2)
+    half = z * math.sqrt(p * (1.0 - p) / n_eff + z2 / (4.0 * n_eff)) / (1.0 + z2)
+    low = 0.0 if p == 0.0 else max(0.0, centre - half)  # (exact at the ends, not 1e-16 off)
+    high = 1.0 if p == 1.0 else min(1.0, centre + half)
+    return {"mean": p, "ci_low": low, "ci_high": high}
+
+
+def metric_ci(metric: str, values, num_players: int) -> dict[str, float]:
+    """The interval of one metric of `METRICS` over per-deal values: Wilson for the win rate,
+    Student-t clipped to the metric's range for the others (points are >= 0, ranks 1..n)."""
+    if metric == "win_rate":
+        return proportion_ci(values)
+    bounds = (1.0, float(num_players)) if metric == "rank" else (0.0, math.inf)
+    return mean_ci(values, bounds=bounds)
+
+
+def difference_ci(metric: str, values, num_players: int) -> dict[str, float]:
+    """The interval of per-deal differences (agent minus opponent) of one metric: Student-t,
+    clipped to the range a difference can take (-1..1 for win rates, -(n-1)..n-1 for ranks)."""
+    most = {"win_rate": 1.0, "rank": float(num_players - 1)}.get(metric, math.inf)
+    return mean_ci(values, bounds=(-most, most))
+
+
+def _samples(values, level: float) -> np.ndarray:
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or x.size < 2:
         raise ValueError(f"a confidence interval needs at least 2 values; got {x.size}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1); got {level}")
-    mean = float(x.mean())
-    half = t_quantile(0.5 + level / 2.0, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
-    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half}
+    return x
 
 
 def fractional_ranks(keys: Sequence) -> list[float]:

@@ -90,6 +90,11 @@ class CheckpointError(ValueError):
     """A checkpoint file is missing, unreadable, truncated, corrupted or inconsistent."""
 
 
+class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
+    """No checkpoint where a path points (a `CheckpointError`, and a `FileNotFoundError` for the
+    callers that have always caught that)."""
+
+
 class CheckpointMismatchError(CheckpointError):
     """The checkpoint was trained for another game config or observation encoding."""
 
@@ -129,7 +134,8 @@ def _refuse_pickle(path: Path, why: str) -> PickleRefusedError:
 def resolve_checkpoint(path: str | os.PathLike) -> Path:
     """The checkpoint directory `path` names (see the module docstring for accepted forms).
 
-    Raises `FileNotFoundError` when nothing is there, `PickleRefusedError` for a bare SB3 zip and
+    Raises `CheckpointNotFoundError` (a `CheckpointError` and a `FileNotFoundError`) when nothing
+    is there, `PickleRefusedError` for a bare SB3 zip and
     `CheckpointError` for a bad `latest.json` pointer (`read_pointer`).
     """
     p = Path(path)
@@ -144,7 +150,7 @@ def resolve_checkpoint(path: str | os.PathLike) -> Path:
             return read_pointer(pointer)
     if (p / "model.zip").is_file():
         raise _refuse_pickle(p / "model.zip", "no card.json / policy.npz beside this SB3 zip")
-    raise FileNotFoundError(
+    raise CheckpointNotFoundError(
         f"no checkpoint at {str(path)!r}: expected a directory with card.json and policy.npz, or "
         "a run directory with checkpoints/latest.json"
     )

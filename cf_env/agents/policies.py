@@ -41,8 +41,10 @@ front (e.g. before a training run starts).
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import reduce
@@ -153,8 +155,18 @@ def policy_specs() -> list[PolicySpec]:
     return [*_SPECS.values(), MODULE_SPEC]
 
 
-def load_policy(spec: str, config: ChickenFootConfig, seed: int | None = None) -> Policy:
-    """Build the policy a spec names. Raises ValueError naming the spec and the valid forms."""
+def load_policy(spec: str, config: ChickenFootConfig | None = None,
+                seed: int | None = None) -> Policy:
+    """Build the policy a spec names, for `config` (None: the default game, `ChickenFootConfig()`).
+
+    Raises `ValueError` naming the spec and the valid forms (with the nearest name for a typo);
+    a checkpoint that is missing or bad is a `CheckpointError` (`cf_env.agents.checkpoint`, a
+    `ValueError` subclass: `CheckpointNotFoundError` for a path with no checkpoint)."""
+    if config is None:
+        config = ChickenFootConfig()
+    elif not isinstance(config, ChickenFootConfig):
+        raise ValueError(f"load_policy({spec!r}, config): config must be a ChickenFootConfig or "
+                         f"None (the default game); got {type(config).__name__}")
     name, arg, entry = _parse_spec(spec)
     if entry is not None:
         factory = _resolve(entry.factory)
@@ -162,7 +174,8 @@ def load_policy(spec: str, config: ChickenFootConfig, seed: int | None = None) -
     try:
         module = importlib.import_module(name)
     except ImportError as err:
-        raise ValueError(f"policy spec {spec!r}: cannot import module {name!r} ({err})") from err
+        raise ValueError(f"policy spec {spec!r}: cannot import module {name!r} ({err})"
+                         + _nearest_name(name)) from err
     factory = getattr(module, arg, None)
     if not callable(factory):
         raise ValueError(f"policy spec {spec!r}: module {name!r} has no callable {arg!r}")
@@ -217,7 +230,21 @@ def _parse_spec(spec: str) -> tuple[str, str, PolicySpec | None]:
         return name, arg, entry
     if arg:
         return name, arg, None
-    raise ValueError(f"unknown policy spec {spec!r}; valid: {', '.join(policy_names())}")
+    raise ValueError(f"unknown policy spec {spec!r}; valid: {', '.join(policy_names())}"
+                     + (_checkpoint_hint(spec) or _nearest_name(name)))
+
+
+def _nearest_name(name: str) -> str:
+    """"; did you mean 'heuristic'?" for a mistyped spec name, else ""."""
+    names = [n for n in _SPECS if n != "ppo"] + ["ppo"]
+    close = difflib.get_close_matches(name, names, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _checkpoint_hint(spec: str) -> str:
+    """A hint for a checkpoint path given without `ppo:` (a folder, or a name with a slash)."""
+    looks = os.sep in spec or "/" in spec or os.path.isdir(spec)
+    return f"; a checkpoint is played as ppo:<path>: did you mean 'ppo:{spec}'?" if looks else ""
 
 
 def _resolve(function: str | Callable) -> Callable:

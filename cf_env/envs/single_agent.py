@@ -111,7 +111,7 @@ import numpy as np
 from gymnasium import spaces
 
 from cf_env.agents.arena import Arena
-from cf_env.agents.policies import Policy, load_policy
+from cf_env.agents.policies import Policy, load_policy, validate_policy_spec
 from cf_env.core.config import ChickenFootConfig, split_options
 from cf_env.core.engine import Engine, IllegalActionError
 from cf_env.core.observation import OBSERVATION_VERSION, Encoder, SeatView
@@ -156,6 +156,12 @@ class SpecOpponents:
         if isinstance(specs, str) or not specs:
             raise ValueError(f"opponents must be a non-empty list of policy specs; got {specs!r}")
         self.specs = list(specs)
+        for spec in self.specs:  # a bad spec fails when the env is made, not at its first reset
+            if isinstance(spec, str):
+                validate_policy_spec(spec, config)
+            elif not callable(spec):
+                raise ValueError(f"opponents: each entry is a policy spec or a factory "
+                                 f"f(config=..., seed=...); got {spec!r}")
         self.config = config
         if weights is None:
             weights = [1.0] * len(self.specs)

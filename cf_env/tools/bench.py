@@ -1,7 +1,7 @@
 """Throughput benchmark: our engine and envs against PettingZoo and OpenSpiel peers (issue 5).
 
     python -m cf_env.bench            # full run: default and large config, scaling grid (~7 min)
-    python -m cf_env.bench --quick    # shorter measurements, no scaling grid (~1.5 min)
+    python -m cf_env.bench --quick    # shorter measurements, no scaling grid (minutes)
     python -m cf_env.bench --libs-only  # only the TorchRL / Tianshou rows, 3 configs (~2.5 min)
 
 Shared machines are noisy (±30–45 % wall-clock run to run), so every claim is a **ratio measured
@@ -58,6 +58,7 @@ from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
 from cf_env.envs.env import env as wrapped_env
 from cf_env.envs.env import raw_env
+from cf_env.tools.cli import HelpFormatter
 
 # pygame (imported by PettingZoo classic) prints a banner on import; keep the tables clean.
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
@@ -101,9 +102,11 @@ class Budget:
 
 
 FULL = Budget()
+# --quick: a look, not a claim. Each MaskablePPO round is whole rollouts and their updates of
+# four models per config (seconds each): shorter rollouts and fewer rounds than the full run.
 QUICK = Budget(
-    seconds=0.4, repeats=3, ppo_rollouts={1: 4, 16: 1}, ppo_repeats=5, memory_instances=10,
-    scaling=False,
+    seconds=0.25, repeats=3, ppo_rollouts={1: 2, 16: 1}, ppo_n_steps=64, ppo_repeats=3,
+    memory_instances=5, scaling=False,
 )
 
 
@@ -685,11 +688,16 @@ def run(budget: Budget, peers: bool = True, ppo: bool = True, configs=None, libs
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m cf_env.bench", description=__doc__.split("\n")[0]
+        prog="python -m cf_env.bench", description=__doc__.split("\n")[0],
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--quick", action="store_true", help="shorter measurements, no scaling")
-    parser.add_argument("--seconds", type=float, help="CPU seconds per loop per round")
-    parser.add_argument("--repeats", type=int, help="rounds (medians are over rounds)")
+    parser.add_argument("--seconds", type=float,
+                        help=f"CPU seconds per loop per round (default: {FULL.seconds:g}, "
+                        f"--quick {QUICK.seconds:g})")
+    parser.add_argument("--repeats", type=int,
+                        help=f"rounds, medians are over rounds (default: {FULL.repeats}, "
+                        f"--quick {QUICK.repeats})")
     parser.add_argument("--no-peers", action="store_true", help="skip connect_four and OpenSpiel")
     parser.add_argument("--no-ppo", action="store_true", help="skip the MaskablePPO rows")
     parser.add_argument("--no-libs", action="store_true",

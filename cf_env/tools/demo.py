@@ -14,14 +14,17 @@ from cf_env.agents.arena import Arena
 from cf_env.agents.bots import RandomPolicy
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
+from cf_env.tools.cli import HelpFormatter
 from cf_env.viz.render import render_text
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cf_env.demo", description=__doc__.split("\n")[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--players", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=None)
+    parser = argparse.ArgumentParser(prog="python -m cf_env.demo", description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the deals and the bots")
+    parser.add_argument("--players", type=int, default=4, help="players (random bots)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds (default: the set's, 10 on double-9)")
     args = parser.parse_args(argv)
     try:
         if args.seed < 0:

@@ -32,6 +32,7 @@ import numpy as np
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.kernel import KernelBatch, batch_random_actions
+from cf_env.tools.cli import HelpFormatter
 
 CASES = (("4p double-9", {"max_pips": 9, "num_players": 4}), ("8p double-15", {"max_pips": 15, "num_players": 8}))
 
@@ -158,7 +159,8 @@ def env_rows(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--seconds", type=float, default=1.5, help="CPU seconds per cell")
     parser.add_argument("--batches", default="1,16,256,4096", help="comma-separated batch sizes")
     parser.add_argument("--envs", action="store_true",

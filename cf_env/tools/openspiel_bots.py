@@ -39,6 +39,7 @@ from cf_env.agents.ismcts import MAX_ITERATIONS
 from cf_env.agents.policies import Policy, load_policy, validate_policy_spec
 from cf_env.core.config import ChickenFootConfig
 from cf_env.envs.openspiel_game import load_game
+from cf_env.tools.cli import HelpFormatter
 
 
 class PolicyBot(pyspiel.Bot):
@@ -192,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m cf_env.openspiel_bots",
         description="OpenSpiel's ISMCTS bot against our policies on python_chicken_foot: win "
-        "shares with 95%% intervals (see the module docstring).",
+        "shares with 95% intervals (see the module docstring).",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--games", type=int, default=200, help="games per opponent (default 200)")
     parser.add_argument("--simulations", type=int, default=200,

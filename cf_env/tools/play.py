@@ -47,13 +47,16 @@ from cf_env.agents.arena import Arena, IllegalPolicyActionError, PolicyError, us
 from cf_env.core.actions import DRAW, PASS, decode
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
+from cf_env.tools.cli import HelpFormatter, limit_threads
 from cf_env.viz.record import RecordError, final_of, make_record, round_end_view, save_record
 from cf_env.viz.render import (
+    PANEL_NAME,
     arm_labels,
     move_name,
     render_text,
     round_label,
     round_number,
+    seat_label,
     tile_text,
 )
 
@@ -81,24 +84,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m cf_env.play",
         description="Play Chicken Foot in the terminal against bots or trained agents.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "--opponents",
         default="greedy",
-        help="comma-separated policy specs, one per opponent or one for all (default greedy)",
+        help="comma-separated policy specs, one per opponent or one for all",
     )
-    parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
-    parser.add_argument("--players", type=int, default=None, help="players incl. you")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (default max-pips + 1)")
+    parser.add_argument("--seat", type=int, default=0, help="your seat")
     parser.add_argument(
-        "--max-pips", type=int, default=None, help="double-N set (6, 9, 12, 15, 18; default 9)"
+        "--players", type=int, default=None,
+        help="players incl. you (default: a checkpoint's card, else one per spec + you)",
     )
     parser.add_argument(
-        "--spinner-arms", type=int, default=None, help="4 (cross, default) or 6 (star)"
+        "--rounds", type=int, default=None,
+        help="rounds (default: a checkpoint's card, else max-pips + 1)",
+    )
+    parser.add_argument(
+        "--max-pips", type=int, default=None,
+        help="double-N set, 6, 9, 12, 15 or 18 (default: a checkpoint's card, else 9)",
+    )
+    parser.add_argument(
+        "--spinner-arms", type=int, default=None,
+        help="4 (cross) or 6 (star) (default: a checkpoint's card, else 4)",
     )
     parser.add_argument("--seed", type=int, default=None, help="engine seed (default: random)")
-    parser.add_argument("--image", default=None, help="write the table PNG here after each move")
-    parser.add_argument("--record", default=None, help="save the game record (JSON) here")
+    parser.add_argument("--image", default=None,
+                        help="write the table PNG here after each move (default: none)")
+    parser.add_argument("--record", default=None,
+                        help="save the game record (JSON) here (default: none)")
     return parser.parse_args(argv)
 
 
@@ -252,7 +266,9 @@ class Game:
         if self.args.image:
             from cf_env.viz.render_image import save_png  # Pillow only when pictures are asked for
 
-            save_png(self.engine, self.args.image, viewer=self.seat, names=self.names,
+            # "player_1 (ppo:selfplay-4p-d9)": the seat tells apart opponents of one spec.
+            names = [seat_label(s, name, PANEL_NAME) for s, name in enumerate(self.names)]
+            save_png(self.engine, self.args.image, viewer=self.seat, names=names,
                      reveal=self.engine.game_over)
 
     # -------------------------------------------------------------------------- turns
@@ -460,6 +476,7 @@ def main(
     out = out if out is not None else sys.stdout
     inp = inp if inp is not None else sys.stdin
     game = None
+    limit_threads()
     try:
         args = parse_args(argv)
         try:

@@ -42,6 +42,7 @@ from cf_env.core import atomic
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
+from cf_env.tools.cli import HelpFormatter
 
 BEFORE_COMMIT = "e9a19f2"  # the last commit of cf_env/agents/ismcts.py before issue 14
 LOW, HIGH = 20, 200
@@ -161,9 +162,9 @@ def run(count: int, sets=SETS, players: int = 4, before: bool = True,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cf_env.tools.search_bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--positions", type=int, default=40, help="decisions per set size")
-    parser.add_argument("--players", type=int, default=4)
+    parser.add_argument("--players", type=int, default=4, help="players")
     parser.add_argument("--sets", default="6,9,12", help="comma-separated max pips")
     parser.add_argument("--no-before", action="store_true", help="skip the pre-issue-14 row")
     parser.add_argument("--engine", action="store_true",

@@ -57,6 +57,7 @@ from cf_env.core.config import (
 )
 from cf_env.core.engine import Engine, IllegalActionError
 from cf_env.tools import reference
+from cf_env.tools.cli import HelpFormatter
 from cf_env.tools.reference import pairs_of
 
 # Malformed actions the engine must reject (beside illegal in-range ints).
@@ -466,7 +467,8 @@ def soak(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--steps", type=int, default=1_000_000, help="agent decisions to play")
     parser.add_argument("--seed", type=int, default=0, help="seeds the configs and games")
     parser.add_argument("--env-every", type=int, default=25, help="every Nth game via the env")

@@ -39,7 +39,15 @@ MARGIN_PX = 16
 def canvas_size(config, scale: float = 1.0) -> tuple[int, int]:
     """(width, height) in pixels of every picture of a game under `config`."""
     table = table_px(config, scale)
-    return table + int(PANEL_PX * scale), table
+    return table + int(PANEL_PX * panel_scale(scale)), table
+
+
+def panel_scale(scale: float) -> float:
+    """The side panel's scale (its text, lines and width) for a picture at `scale`: the same
+    above 1, shrinking only as the square root below it, so that text stays readable in small
+    pictures (a GIF's 0.6 gives 13 px text, not 10), and at most 1.3 × `scale`, so that the
+    panel of the smallest pictures still fits their height."""
+    return max(scale, min(math.sqrt(scale), 1.3 * scale))
 
 
 def table_px(config, scale: float) -> int:

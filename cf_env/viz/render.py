@@ -13,6 +13,8 @@ to a target score, where the countdown of doubles restarts, `engine.round` alone
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from cf_env.core.actions import DRAW, PASS, decode
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -139,3 +141,23 @@ def render_text(engine, viewer: int | None = None) -> str:
     if engine.game_over:
         lines.append(f"  winners: {', '.join(f'player_{s}' for s in engine.winners)}")
     return "\n".join(lines)
+
+
+PANEL_NAME = 20  # characters of a player's name shown in a picture's panel
+
+
+def short_name(name: str, most: int = PANEL_NAME) -> str:
+    """A player name short enough for a picture's panel ("ppo:runs/x/ckpt" -> "ppo:ckpt")."""
+    kind, _, arg = name.partition(":")
+    if len(name) > most and kind == "ppo" and arg:
+        name = f"ppo:{PurePath(arg).name}"
+    return name if len(name) <= most else name[: most - 1] + "…"
+
+
+def seat_label(seat: int, name: str | None, most: int | None = None) -> str:
+    """How pictures and replays name a seat: "player_1 (greedy)", or "player_1" without a name;
+    `most` shortens the name (`short_name`). The seat number keeps seats that play the same
+    spec apart (three copies of one checkpoint)."""
+    if not name:
+        return f"player_{seat}"
+    return f"player_{seat} ({short_name(name, most) if most else name})"

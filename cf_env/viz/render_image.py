@@ -36,6 +36,7 @@ from cf_env.viz.image_geometry import (
     Piece,
     canvas_size,
     fit,
+    panel_scale,
     table_layout,
     table_px,
 )
@@ -56,7 +57,8 @@ def render_image(
 ) -> Image.Image:
     """The table as a `PIL.Image` (RGB). `viewer` is the only seat whose hand is drawn, unless
     `reveal` draws every seat's hand (a finished round or game: R12 scores them all); `names`
-    (one per seat) replace the `player_N` labels; `scale` (0.25..2) multiplies every size;
+    (one per seat) replace the `player_N` labels; `scale` (0.25..2) multiplies every size (the
+    side panel's below 1 only by its square root, `panel_scale`: readable text in small frames);
     `caption` (e.g. "round 2 over") replaces the whose-turn line. Bad arguments raise
     `ValueError` before anything is drawn."""
     cfg = engine.config
@@ -80,7 +82,8 @@ def render_image(
             painter.tile(item)
     draw.line([(table, 0), (table, height)], fill=TABLE_LINE, width=2)
     seats = Seats(names, viewer)
-    draw_panel(draw, engine, seats, table, width, height, scale, caption, bool(reveal))
+    draw_panel(draw, engine, seats, table, width, height, panel_scale(scale), caption,
+               bool(reveal))
     return image
 
 

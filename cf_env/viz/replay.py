@@ -14,7 +14,8 @@ game draw every hand that is left with the points it scores (R12). ``--scale`` i
 (`render_image.SCALES`: smaller tiles are unreadable; larger frames make GIFs of a whole game
 gigabytes in memory). In a game to a target score rounds are counted, not "r of N".
 
-Exit codes: 0 replayed (and rendered), 1 the record is invalid or does not replay, 2 bad arguments.
+Exit codes: 0 replayed (and rendered), 1 the record is invalid or does not replay, 2 bad arguments
+(a record path with no file, a ``--step`` past the record's end included).
 """
 
 from __future__ import annotations
@@ -32,29 +33,18 @@ from cf_env.viz.record import (
     record_config,
     replay_engine,
 )
-from cf_env.viz.render import move_name, round_label, round_number
+from cf_env.viz.render import PANEL_NAME, move_name, round_label, round_number, seat_label
 from cf_env.viz.render_image import SCALES, render_image
 
-PANEL_NAME = 20  # characters of a player's name shown in a picture's panel
 OUT_KINDS = "game.gif (an animation), table.png (one picture) or a folder (one PNG per state)"
-
-
-def _short(name: str, most: int = 20) -> str:
-    """A player name short enough for the picture's panel ("ppo:runs/x/ckpt" -> "ppo:ckpt")."""
-    kind, _, arg = name.partition(":")
-    if len(name) > most and kind == "ppo" and arg:
-        name = f"ppo:{Path(arg).name}"
-    return name if len(name) <= most else name[: most - 1] + "…"
 
 
 def seat_names(record: dict, most: int | None = None) -> list[str]:
     """How seats are named: "player_1 (greedy)" when the record names the players, else
     "player_1"; `most` shortens each name to that many characters (for pictures)."""
     n = record_config(record).num_players
-    names = record.get("players")
-    if not names:
-        return [f"player_{s}" for s in range(n)]
-    return [f"player_{s} ({_short(names[s], most) if most else names[s]})" for s in range(n)]
+    names = record.get("players") or [None] * n
+    return [seat_label(s, names[s], most) for s in range(n)]
 
 
 def frame_caption(step, names: list[str]) -> str | None:
@@ -185,27 +175,42 @@ def out_kind(out: str) -> str:
     return "folder"
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults in `--help`, except where the help says it in words (`cf_env.tools.cli`'s
+    formatter does the same for the tools, a layer this module cannot import)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default in (None, False) or "default" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m cf_env.replay", description=__doc__.split("\n\n")[0]
+        prog="python -m cf_env.replay", description=__doc__.split("\n\n")[0],
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument(
         "record", help="a game record (JSON) from cf_env.play, or a JSON-lines file of them"
     )
     parser.add_argument(
-        "--game", type=int, default=None, help="in a JSON-lines file: the K-th game (1-based)"
+        "--game", type=int, default=None,
+        help="in a JSON-lines file: the K-th game (1-based; default: the file's one game)",
     )
-    parser.add_argument("--out", help=OUT_KINDS)
-    parser.add_argument("--viewer", type=int, default=None, help="also draw this seat's hand")
+    parser.add_argument("--out", help=f"{OUT_KINDS} (default: print the summary only)")
+    parser.add_argument("--viewer", type=int, default=None,
+                        help="also draw this seat's hand (default: hands only at round ends)")
     parser.add_argument(
         "--scale",
         type=float,
         default=None,
-        help=f"picture size {SCALES[0]}..{SCALES[1]} (GIF 0.6, PNG 1.0)",
+        help=f"picture size {SCALES[0]}..{SCALES[1]} (default: GIF 0.6, PNG 1.0)",
     )
-    parser.add_argument("--ms", type=int, default=700, help="GIF milliseconds per state (700)")
-    parser.add_argument("--rounds", type=_rounds, default=None, help="only these rounds, e.g. 1,2")
-    parser.add_argument("--step", type=int, default=None, help="with a .png --out: after N actions")
+    parser.add_argument("--ms", type=int, default=700, help="GIF milliseconds per state")
+    parser.add_argument("--rounds", type=_rounds, default=None,
+                        help="only these rounds, e.g. 1,2 (default: every round)")
+    parser.add_argument("--step", type=int, default=None,
+                        help="with a .png --out: after N actions (default: the end)")
     parser.add_argument("--moves", action="store_true", help="print every move")
     args = parser.parse_args(argv)
     low, high = SCALES
@@ -221,11 +226,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     if args.step is not None and kind != "png":
         parser.error("--step picks the state drawn into a .png --out; give --out table.png")
+    if not Path(args.record).is_file():  # a path typed wrong is a bad argument, not a bad record
+        parser.error(f"no record file at {args.record!r}")
     try:
         record = read_record(args.record, args.game)
         players = record_config(record).num_players
         if args.viewer is not None and not 0 <= args.viewer < players:
             parser.error(f"--viewer must be a seat 0..{players - 1}; got {args.viewer}")
+        total = len(record["actions"])
+        if args.step is not None and not 0 <= args.step <= total:
+            parser.error(f"--step must be 0..{total} (the record has {total} actions); "
+                         f"got {args.step}")
         for line in summary(record):
             print(line)
         if args.moves:

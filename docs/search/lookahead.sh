@@ -16,6 +16,6 @@ PY=${PY:-python3}
 mkdir -p "$OUT"
 for variant in ${VARIANTS:-lookahead_h0 lookahead_h1 lookahead_end lookahead_h0_prior}; do
   $PY -m training.evaluate --agent "variants:$variant" --opponents "ppo:$CKPT" --players 4 \
-    --deals "$DEALS" --seed 0 --single-round --workers "$WORKERS" --no-progress \
+    --deals "$DEALS" --seed 0 --single-round --workers "$WORKERS" --no-progress --force \
     --out "$OUT/${variant}-vs-ppo-$DEALS.json" > /dev/null
 done

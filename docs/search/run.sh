@@ -37,7 +37,7 @@ evaluate() {  # name agent opponent deals
   local name=$1 agent=$2 opponent=$3 deals=$4
   local start=$(date +%s)
   $PY -m training.evaluate --agent "$agent" --opponents "$opponent" --players 4 --deals "$deals" \
-    --seed 0 --single-round --workers "$WORKERS" --no-progress --out "$OUT/$name.json" > /dev/null
+    --seed 0 --single-round --workers "$WORKERS" --no-progress --force --out "$OUT/$name.json" > /dev/null
   echo "$name: $(( $(date +%s) - start )) s" | tee -a "$OUT/times.txt"
 }
 

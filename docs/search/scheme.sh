@@ -14,7 +14,7 @@ PY=${PY:-python3}
 mkdir -p "$OUT"
 run() {  # name deals A B
   $PY -m training.evaluate --agent "variants:$3" --opponents "$4,heuristic,heuristic" --players 4 \
-    --deals "$2" --seed 0 --single-round --no-progress --out "$OUT/$1" > /dev/null
+    --mixed --deals "$2" --seed 0 --single-round --no-progress --force --out "$OUT/$1" > /dev/null
 }
 run A_root_vs_plain 100 root variants:plain
 run B_root_vs_rootc1 100 root variants:root_c1

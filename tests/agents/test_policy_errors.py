@@ -237,3 +237,38 @@ def test_play_still_stops_on_the_users_ctrl_c_during_a_bots_turn(capsys):
     assert code == 130
     assert out.getvalue().endswith("\ninterrupted\n")
     assert "error:" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ building a policy from a spec
+def test_load_policy_defaults_its_config_to_the_default_game():
+    from cf_env.envs.env import raw_env
+
+    env = raw_env()
+    env.reset(seed=0)
+    observation = env.observe(env.agent_selection)
+    for policy in (load_policy("greedy"), load_policy("heuristic", None, seed=1)):
+        assert observation["action_mask"][policy.act(observation)]
+    with pytest.raises(ValueError, match="config must be a ChickenFootConfig or None"):
+        load_policy("greedy", {"num_players": 4})
+
+
+def test_a_missing_checkpoint_is_the_documented_checkpoint_error():
+    from cf_env.agents.checkpoint import CheckpointError, CheckpointNotFoundError
+
+    with pytest.raises(CheckpointNotFoundError, match="no checkpoint at 'nope'") as raised:
+        load_policy("ppo:nope")
+    # A ValueError subclass as the README's errors table says (and still a FileNotFoundError).
+    assert isinstance(raised.value, CheckpointError) and isinstance(raised.value, ValueError)
+    assert isinstance(raised.value, FileNotFoundError)
+
+
+def test_mistyped_specs_name_the_nearest_one(tmp_path):
+    with pytest.raises(ValueError, match=r"did you mean 'heuristic'\?$"):
+        load_policy("heurstic")
+    with pytest.raises(ValueError, match=r"cannot import module 'heurstic'.*did you mean 'heuristic'"):
+        load_policy("heurstic:3")
+    folder = tmp_path / "my-agent"
+    folder.mkdir()
+    for spec in (str(folder), "checkpoints/selfplay-4p-d9"):  # a folder, or a path-like name
+        with pytest.raises(ValueError, match=rf"did you mean 'ppo:{spec}'\?$"):
+            load_policy(spec)

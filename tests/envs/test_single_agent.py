@@ -294,3 +294,13 @@ def test_opponent_sampling_draws_exactly_what_rng_choice_would(weights):
         expected = numpy_rng.choice(count, size=num, p=sampler.probs).tolist()
         assert [policy.index for policy in sampler.sample(ours, num)] == expected
         assert ours.bit_generator.state == numpy_rng.bit_generator.state
+
+
+def test_a_bad_opponent_spec_fails_when_the_env_is_made():
+    # It used to pass construction and fail at the first reset(), far from the typo.
+    with pytest.raises(ValueError, match=r"unknown policy spec 'heurstic'.*did you mean 'heuristic'"):
+        gym.make(ENV_ID, opponents=["greedy", "heurstic"])
+    with pytest.raises(ValueError, match="no checkpoint at"):
+        ChickenFootSingleAgentEnv(opponents=["ppo:no/such/checkpoint"])
+    with pytest.raises(ValueError, match="a policy spec or a factory"):
+        ChickenFootSingleAgentEnv(opponents=["greedy", 3])

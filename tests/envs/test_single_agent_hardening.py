@@ -327,9 +327,13 @@ def test_i12_04_step_before_reset_gives_a_clear_error():
         with pytest.raises(IllegalActionError, match=r"no episode is running; call reset\(\) first"):
             env.step(action)
         assert _state(env) == before
-    # A reset that fails (an opponent spec that does not load) leaves no episode running either.
-    broken = ChickenFootSingleAgentEnv(opponents=["no_such_bot"])
-    with pytest.raises(ValueError, match="unknown policy spec"):
+    # A reset that fails (an opponent that does not load) leaves no episode running either. (A
+    # bad spec string fails sooner, when the env is made; a factory is built at reset.)
+    def unloadable(config, seed=None):
+        raise ValueError("this opponent does not load")
+
+    broken = ChickenFootSingleAgentEnv(opponents=[unloadable])
+    with pytest.raises(ValueError, match="does not load"):
         broken.reset(seed=0)
     with pytest.raises(IllegalActionError, match="no episode is running"):
         broken.step(0)

@@ -174,3 +174,18 @@ def test_libs_flags_exclude_each_other(capsys):
         bench.main(["--no-libs", "--libs-only"])
     assert exited.value.code == 2
     assert "--no-libs and --libs-only exclude each other" in capsys.readouterr().err
+
+
+def test_quick_budget_measures_a_fraction_of_the_full_run():
+    # --quick took 6 minutes where the README promised about 2: every part of its budget must
+    # be well under the full run's (no timing here: the work each budget asks for).
+    def loop_seconds(budget):
+        return budget.seconds * budget.repeats
+
+    def ppo_decisions(budget):
+        per_round = sum(r * budget.ppo_n_steps * envs for envs, r in budget.ppo_rollouts.items())
+        return per_round * budget.ppo_repeats
+
+    assert loop_seconds(bench.QUICK) <= loop_seconds(bench.FULL) / 4
+    assert ppo_decisions(bench.QUICK) <= ppo_decisions(bench.FULL) / 4
+    assert not bench.QUICK.scaling

@@ -145,7 +145,8 @@ def test_image_and_record_options(tmp_path):
 
     with Image.open(image) as picture:
         drawn = np.asarray(picture.convert("RGB"))
-    assert np.array_equal(drawn, render_rgb(final, viewer=0, names=["you", "random"], reveal=True))
+    names = ["player_0 (you)", "player_1 (random)"]
+    assert np.array_equal(drawn, render_rgb(final, viewer=0, names=names, reveal=True))
     assert not np.array_equal(drawn, render_rgb(final, viewer=0))
 
 
@@ -406,3 +407,17 @@ def test_i12_22_start_search_variants_are_announced(monkeypatch, search, message
     text = out.getvalue()
     assert message.format(*drew, center=engine.center) in text
     assert "drew from the boneyard in turn" not in text
+
+
+def test_the_image_tells_apart_opponents_of_one_checkpoint(tmp_path, monkeypatch):
+    # Three copies of one checkpoint were all drawn as "ppo:checkpoints/selfpla…".
+    import cf_env.viz.render_image as render_image
+
+    drawn = []
+    monkeypatch.setattr(render_image, "save_png",
+                        lambda engine, path, **kw: drawn.append(kw["names"]))
+    spec = f"ppo:{ROOT / 'checkpoints' / 'selfplay-4p-d9'}"
+    args = ["--opponents", spec, "--rounds", "1", "--seed", "3", "--image", str(tmp_path / "t.png")]
+    assert play_main(args, out=io.StringIO(), inp=io.StringIO("q\n")) == 0
+    names = drawn[0]
+    assert names == ["player_0 (you)"] + [f"player_{s} (ppo:selfplay-4p-d9)" for s in (1, 2, 3)]

@@ -154,13 +154,14 @@ def test_ship_killed_at_any_step_leaves_an_agent_and_the_next_ship_cleans_up(shi
         ckpt.load_ppo_policy(str(dest), config=ChickenFootConfig())
         ckpt.load_value_head(dest, ChickenFootConfig())
         if k:
-            ship.main([str(run_dir), str(dest), "--deals", "2", "--full-games", "", "--seed", "3"])
+            ship.main([str(run_dir), str(dest), "--deals", "2", "--full-games", "", "--seed", "3",
+                       "--force"])
             assert ckpt.read_card(dest)["evaluation"]["seed"] == 3
         assert hidden_leftovers(dest.parent) == []
 
     kill_points("""
         from training import ship
-        ship.main(["{run}", "{dest}", "--deals", "2", "--full-games", "", "--seed", "2"])
+        ship.main(["{run}", "{dest}", "--deals", "2", "--full-games", "", "--seed", "2", "--force"])
     """, prepare, check, imports="import training.ship, matplotlib.pyplot, openskill")
 
 

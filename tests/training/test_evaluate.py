@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +22,7 @@ from training.evaluate import (
     output_paths,
     rotation_seats,
 )
-from training.stats import fractional_ranks, mean_ci, t_quantile
+from training.stats import fractional_ranks, mean_ci, proportion_ci, t_quantile
 
 SMALL = ChickenFootConfig(num_players=3, max_pips=6, num_rounds=2)
 
@@ -372,3 +374,124 @@ def test_i12_16_record_must_be_a_new_or_empty_folder(kind, tmp_path, capsys, mon
               "--out", str(tmp_path / "eval.json"), "--record", str(record)])
     assert message in user_error(capsys, exited)
     assert not (tmp_path / "eval.json").exists()
+
+
+# --------------------------------------------------------------------------- intervals
+def test_intervals_stay_inside_what_each_metric_can_take():
+    # A t-interval of 2 wins in 3 deals was "66.7% [-76.8, 210.1]"; Wilson's stays in [0, 1].
+    win = proportion_ci([1.0, 1.0, 0.0])
+    assert 0.0 <= win["ci_low"] < win["mean"] < win["ci_high"] <= 1.0
+    assert proportion_ci([0.0, 0.0, 0.0])["ci_low"] == 0.0  # no win: the bound is exact
+    assert proportion_ci([1.0, 1.0])["ci_high"] == 1.0
+    # Many deals, a share away from 0 and 1: the Student-t interval, as before.
+    shares = np.random.default_rng(0).binomial(4, 0.3, 2000) / 4
+    wilson, student = proportion_ci(shares), mean_ci(shares)
+    assert wilson["ci_low"] == pytest.approx(student["ci_low"], abs=5e-4)
+    assert wilson["ci_high"] == pytest.approx(student["ci_high"], abs=5e-4)
+    result = evaluate(["heuristic", "random"], SMALL, deals=3, seed=1)
+    n = SMALL.num_players
+    for entry in result["policies"]:
+        assert 0.0 <= entry["win_rate"]["ci_low"] <= entry["win_rate"]["ci_high"] <= 1.0
+        assert 1.0 <= entry["rank"]["ci_low"] <= entry["rank"]["ci_high"] <= n
+        assert entry["round_score"]["ci_low"] >= 0.0
+    for diff in result["differences"]:
+        assert -1.0 <= diff["win_rate"]["ci_low"] <= diff["win_rate"]["ci_high"] <= 1.0
+        assert -(n - 1) <= diff["rank"]["ci_low"] <= diff["rank"]["ci_high"] <= n - 1
+
+
+# --------------------------------------------------------------------------- the CLI's lineups
+CHECKPOINTS = Path(__file__).resolve().parents[2] / "checkpoints"
+
+
+def test_cli_plays_one_evaluation_per_opponent_as_training_does(tmp_path, capsys):
+    results = main([*SMALL_CLI, "--agent", "heuristic", "--opponents", "greedy,random",
+                    "--out", str(tmp_path / "res" / "eval"), "--record", str(tmp_path / "games")])
+    assert [r["lineup"] for r in results] == [["heuristic", "greedy", "greedy"],
+                                             ["heuristic", "random", "random"]]
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == sorted(
+        f"eval-vs-{bot}{suffix}" for bot in ("greedy", "random") for suffix in (".json", ".md", ".png"))
+    printed = capsys.readouterr().out
+    assert "heuristic vs 2× greedy: win rate" in printed and "heuristic vs 2× random" in printed
+    assert json.loads((tmp_path / "res" / "eval-vs-random.json").read_text()) == results[1]
+    for bot in ("greedy", "random"):  # the records of each lineup in a folder of its own
+        records = read_records(tmp_path / "games" / f"vs-{bot}")
+        assert len(records) == results[0]["games"]
+        assert all(sorted(r["players"]) == sorted(["heuristic", bot, bot]) for r in records.values())
+
+
+def test_cli_mixed_seats_every_opponent_at_one_table(tmp_path, capsys):
+    result = main([*SMALL_CLI, "--agent", "heuristic", "--opponents", "greedy,random", "--mixed",
+                   "--out", str(tmp_path / "eval")])
+    assert result["lineup"] == ["heuristic", "greedy", "random"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["eval.json", "eval.md", "eval.png"]
+
+
+def test_cli_takes_the_rules_from_a_checkpoints_card(tmp_path, capsys):
+    agent = f"ppo:{CHECKPOINTS / 'selfplay-2p-d6'}"
+    result = main(["--agent", agent, "--opponents", "greedy", "--single-round", "--deals", "2",
+                   "--no-progress", "--out", str(tmp_path / "eval")])
+    assert (result["config"]["num_players"], result["config"]["max_pips"]) == (2, 6)
+
+
+def test_cli_a_checkpoint_on_another_table_names_its_own_options(tmp_path, capsys, monkeypatch):
+    refuse_to_play(monkeypatch)
+    agent = f"ppo:{CHECKPOINTS / 'selfplay-2p-d6'}"
+    with pytest.raises(SystemExit) as exited:
+        main(["--agent", agent, "--opponents", "greedy", "--players", "4", "--deals", "2",
+              "--out", str(tmp_path / "eval")])
+    line = user_error(capsys, exited)
+    assert "--players 4 contradicts" in line and "give --players 2 --max-pips 6" in line
+
+
+def test_cli_suggests_the_nearest_spec_name(tmp_path, capsys, monkeypatch):
+    refuse_to_play(monkeypatch)
+    for spec, hint in (("heurstic", "did you mean 'heuristic'?"),
+                       (str(CHECKPOINTS / "selfplay-4p-d9"), "did you mean 'ppo:")):
+        with pytest.raises(SystemExit) as exited:
+            main([*SMALL_CLI, "--agent", "greedy", "--opponents", spec,
+                  "--out", str(tmp_path / "eval")])
+        assert hint in user_error(capsys, exited)
+
+
+def test_cli_never_overwrites_results_silently(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = [*SMALL_CLI, "--agent", "greedy", "--opponents", "random"]
+    main(args)  # no --out: results/eval.*, then the next free name
+    main(args)
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == [
+        "eval-2.json", "eval-2.md", "eval-2.png", "eval.json", "eval.md", "eval.png"]
+    assert "wrote results/eval-2.json, results/eval-2.md, results/eval-2.png" in (
+        capsys.readouterr().out)
+    before = (tmp_path / "results" / "eval.json").read_bytes()
+    with pytest.raises(SystemExit) as exited:  # a named output that exists: refused
+        main([*args, "--seed", "5", "--out", "results/eval.json"])
+    assert "pass --force" in user_error(capsys, exited)
+    assert (tmp_path / "results" / "eval.json").read_bytes() == before
+    main([*args, "--seed", "5", "--out", "results/eval.json", "--force"])
+    assert json.loads((tmp_path / "results" / "eval.json").read_text())["seed"] == 5
+
+
+def test_plot_keeps_long_names_and_titles_inside_the_picture(tmp_path):
+    from PIL import Image
+
+    from training.report import plot
+
+    result = evaluate(["greedy", "random"], SMALL, deals=2)
+    result["policies"][0]["name"] = "ppo:checkpoints/selfplay-4p-d9-v3-with-a-long-name"
+    result["policies"][1]["name"] = "lookahead:checkpoints/selfplay-4p-d9:ms=100"
+    plot(result, tmp_path / "p.png")
+    pixels = np.asarray(Image.open(tmp_path / "p.png").convert("RGB"))
+    edges = np.concatenate([pixels[:2], pixels[-2:], pixels[:, :2].transpose(1, 0, 2),
+                            pixels[:, -2:].transpose(1, 0, 2)], axis=1)
+    assert (edges >= 250).all(), "something is drawn at the picture's edge: a label is clipped"
+
+
+def test_cli_runs_torch_with_one_thread(tmp_path, capsys, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("OMP_NUM_THREADS", "")  # (so that the test's end restores it)
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    calls = []
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    main([*SMALL_CLI, "--agent", "greedy", "--opponents", "random", "--out", str(tmp_path / "e")])
+    assert calls == [1]  # torch is imported here: limited now
+    assert os.environ["OMP_NUM_THREADS"] == "1"  # and in the processes it starts

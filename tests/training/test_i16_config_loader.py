@@ -165,3 +165,31 @@ def test_i16_rllib_ranges_and_seats_are_still_checked_after_loading():
         rllib_config.config_from_dict({"env_runners": {"num_env_runners": -1}})
     with pytest.raises(ValueError, match="one entry per seat"):
         rllib_config.config_from_dict({"env": {"seats": ["learner"]}})
+
+
+# ------------------------------------------------------------------------------ numbers and names
+@pytest.mark.parametrize("trainer", sorted(TRAINERS))
+def test_integral_floats_are_accepted_for_int_fields(tmp_path, trainer):
+    load, _, _ = TRAINERS[trainer]
+    config = load(None, ["seed=1e3"])  # YAML 1.1 reads 1e3 as a string
+    assert config.seed == 1000 and type(config.seed) is int
+    path = tmp_path / "c.yaml"
+    path.write_text("seed: 2.0e3\n")  # a YAML float
+    assert load(path).seed == 2000
+    with pytest.raises(ValueError, match=r"^seed must be an int \(a whole number such as 1e6\); "
+                                         r"got 1\.5$"):
+        load(None, ["seed=1.5"])
+    assert load(None, ["seed=7"]).seed == 7
+
+
+def test_int_fields_of_a_union_take_integral_floats_too():
+    assert dataclass_from_dict(Mid, {"fragment": 64.0}).fragment == 64
+    assert dataclass_from_dict(Mid, {"fragment": "1e6"}).fragment == "1e6"  # a str is a str
+
+
+def test_unknown_set_keys_suggest_the_nearest_field():
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['learning_rat'\] in ppo; valid: .*; "
+                                         r"did you mean 'ppo\.learning_rate'\?$"):
+        train_config.load_config(None, ["ppo.learning_rat=1e-4"])
+    with pytest.raises(ValueError, match=r"did you mean 'total_steps'\?$"):
+        train_config.load_config(None, ["total_step=100"])

@@ -5,7 +5,10 @@ once the new one is complete."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -58,10 +61,12 @@ def no_evaluations(monkeypatch):
         ("no_run_json", "run.json"),
         ("bad_weights", "policy.npz"),
         ("dest_not_an_agent", "is not a shipped agent"),
+        ("dest_an_agent_without_force", "pass --force to replace it"),
         ("dest_is_a_file", "is not a folder"),
         ("dest_in_run", "overlap the run directory"),
         ("one_deal", "deals must be an int >= 2"),
         ("full_game_not_a_baseline", "--full-games takes baselines"),
+        ("full_game_typo", "did you mean 'heuristic'?"),
         ("bad_also_spec", "nobot"),
     ],
 )
@@ -86,6 +91,8 @@ def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
     elif case == "dest_not_an_agent":
         dest.mkdir()
         (dest / "notes.txt").write_text("mine")
+    elif case == "dest_an_agent_without_force":
+        shutil.copytree(SHIPPED, dest)
     elif case == "dest_is_a_file":
         dest.write_text("mine")
     elif case == "dest_in_run":
@@ -94,6 +101,8 @@ def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
         argv[argv.index("--deals") + 1] = "1"
     elif case == "full_game_not_a_baseline":
         argv += ["--full-games", "heuristic,ismcts:5"]
+    elif case == "full_game_typo":
+        argv += ["--full-games", "heurstic"]
     elif case == "bad_also_spec":
         argv += ["--also", "greedy,nobot"]
     before = sorted(str(p) for p in tmp_path.rglob("*"))
@@ -120,12 +129,12 @@ def test_i12_15_ship_replaces_an_earlier_agent_only_when_complete(run_dir, tmp_p
 
     monkeypatch.setattr(ship, "evaluate", fails_at_the_fourth)
     with pytest.raises(KeyboardInterrupt):
-        ship.main([str(run_dir), str(dest), "--deals", "2"])
+        ship.main([str(run_dir), str(dest), "--deals", "2", "--force"])
     assert (dest / "stale.txt").exists()  # the earlier agent is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs", "shipped"]  # no temp folder left
 
     monkeypatch.setattr(ship, "evaluate", real)
-    card = ship.main([str(run_dir), str(dest), "--deals", "2"])
+    card = ship.main([str(run_dir), str(dest), "--deals", "2", "--force"])
     assert sorted(p.name for p in dest.iterdir()) == [
         "card.json", "card.md", "learning_curve.png", "policy.npz"]
     assert json.loads((dest / "card.json").read_text()) == card
@@ -178,3 +187,21 @@ def test_ship_labels_lineups_by_the_seats_the_bot_fills(tmp_path):
         "1× random", "1× greedy", "1× heuristic"]
     assert card["training"]["hardware"] == "a test"
     assert "Self-play masked PPO" in (tmp_path / "shipped" / "card.md").read_text()
+
+
+def test_ship_reports_percentages_where_it_wrote_and_publishes_readable_files(tmp_path, capsys):
+    pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
+    run = make_run_dir(tmp_path, ROOT / "checkpoints" / "selfplay-2p-d6")
+    dest = tmp_path / "agents" / "shipped"
+    old = os.umask(0o077)  # as unfriendly as it gets: new files 0600, folders 0700
+    try:
+        ship.main([str(run), str(dest), "--deals", "2", "--full-games", ""])
+    finally:
+        os.umask(old)
+    out = capsys.readouterr().out
+    assert re.search(r"round vs 1× greedy: win \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(parity 50%\)",
+                     out), out
+    assert f"shipped {dest}/" in out and f"ppo:{dest}" in out
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o755
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in dest.iterdir()}
+    assert modes == dict.fromkeys(["card.json", "card.md", "learning_curve.png", "policy.npz"], 0o644)

@@ -340,3 +340,24 @@ def test_i12_21_the_curve_has_one_point_per_evaluated_step(tmp_path):
     entries = load_evals(tmp_path)["greedy"]
     assert [e["steps"] for e in entries] == [128, 256, 384]
     assert entries[1]["win_rate"]["mean"] == 0.35  # the latest evaluation of that step
+
+
+# ------------------------------------------------------------------------------ honest messages
+def test_config_with_resume_is_refused_not_ignored(tmp_path):
+    # A resumed run trains on its own config.yaml: another --config used to be silently ignored.
+    code, err = run_main(["--resume", str(tmp_path / "r"), "--config", SMOKE])
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: --config {SMOKE} with --resume {tmp_path / 'r'}")
+    assert "--set" in err and not (tmp_path / "r").exists()
+
+
+def test_the_summary_says_a_run_past_its_target_honestly(tmp_path):
+    from training.session import TrainResult, step_text, summary
+
+    assert step_text(1_024, 3_000_000) == "step 1,024 of 3,000,000"
+    assert step_text(3_000_000, 3_000_000) == "step 3,000,000 of 3,000,000"
+    assert step_text(3_006_464, 3_000_000) == "3,006,464 steps (target 3,000,000)"
+    config = load_config(SMOKE, ["total_steps=3000000", "eval.every_steps=0"])
+    text = summary(tmp_path, config, TrainResult(tmp_path / "step_3006464", 3_006_464, 0),
+                   first_step=0, session_s=60, total_s=60)
+    assert "done: 3,006,464 steps (target 3,000,000)" in text and "of 3,000,000" not in text

@@ -184,8 +184,13 @@ def test_replay_cli_reports_bad_records(tmp_path, capsys):
     path.write_text(json.dumps(_record(seed=-3)))
     assert replay_main([str(path)]) == 1
     assert "seed must be" in capsys.readouterr().err
-    assert replay_main([str(tmp_path / "missing.json")]) == 1
-    assert "cannot read record" in capsys.readouterr().err
+
+
+def test_replay_cli_a_record_path_with_no_file_is_a_bad_argument(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        replay_main([str(tmp_path / "missing.json")])
+    assert stop.value.code == 2
+    assert "no record file at" in capsys.readouterr().err
 
 
 def test_replay_cli_single_picture_and_move_list(tmp_path, capsys):
@@ -205,7 +210,9 @@ def test_replay_cli_single_picture_and_move_list(tmp_path, capsys):
     moves = [line for line in capsys.readouterr().out.splitlines() if "round 1  player_" in line]
     assert len(moves) == 12
     assert "empty spinner arm of the 6|6" in moves[0]
-    assert replay_main([str(path), "--out", str(png), "--step", "13"]) == 1
+    with pytest.raises(SystemExit) as stop:  # a bad argument (the README's exit code 2)
+        replay_main([str(path), "--out", str(png), "--step", "13"])
+    assert stop.value.code == 2
     assert "--step must be 0..12" in capsys.readouterr().err
 
 
@@ -436,3 +443,36 @@ def test_i12_16_json_lines_files_of_records_replay_by_game(tmp_path, capsys):
     assert read_record(single, game=1) == read_records(single)[0] == records[0]
     with pytest.raises(RecordError, match="holds one game"):
         read_record(single, game=2)
+
+
+# ------------------------------------------------------------------ labels and text size
+def test_a_replayed_play_game_names_the_viewer_you_once():
+    # cf_env.play records the human as "you"; the panel adds "(you)" for the viewer's seat.
+    from cf_env.viz.image_panel import Seats
+
+    engine = random_game(SMALL, seed=4)
+    record = record_from_engine(engine, seed=4, players=["you", "greedy", "greedy"])
+    names = seat_names(record, most=20)
+    assert names == ["player_0 (you)", "player_1 (greedy)", "player_2 (greedy)"]
+    seats = Seats(names, viewer=0)
+    assert [seats(s) for s in range(3)] == names  # not "player_0 (you) (you)"
+    assert Seats(["player_0 (me)", "b", "c"], viewer=0)(0) == "player_0 (me) (you)"
+
+
+def test_gif_frames_have_readable_panel_text(monkeypatch):
+    # The GIF's default scale (0.6) once drew the panel's text at 8-10 px.
+    import cf_env.viz.image_panel as panel
+
+    sizes = []
+    real = panel.load_font
+
+    def recording(size):
+        sizes.append(size)
+        return real(size)
+
+    monkeypatch.setattr(panel, "load_font", recording)
+    engine = random_game(SMALL, seed=5)
+    render_image(engine, 0, scale=0.6)
+    assert min(sizes) >= 10  # the smallest text (legend, last move): 14 px at scale 1
+    width, height = canvas_size(engine.config, 0.6)
+    assert render_image(engine, 0, scale=0.6).size == (width, height)
