@@ -24,6 +24,10 @@ PASS = "pass"
 PLAY = "play"
 
 
+class IllegalActionError(ValueError):
+    """An action that is malformed or not legal now. The game state is unchanged."""
+
+
 class DecodedAction(NamedTuple):
     kind: str  # PLAY, DRAW or PASS
     tile: int  # tile id, -1 unless PLAY

@@ -1,29 +1,25 @@
-"""The Chicken Foot rules engine: game state and the only code that changes it.
+"""The Chicken Foot rules engine for one game: a facade over the compiled core.
 
-Pure Python + numpy (no gymnasium, pettingzoo or torch). One `Engine` plays a whole game of
-`config.num_rounds` rounds (R4), or, with `target_score`, rounds until a total passes the target
-(`round` is then the place in the countdown of doubles, which restarts after the double-blank;
-`len(scores[s])` counts the rounds played). The variants are decided where a round starts
-(`start_search`) and ends (`target_score`), never per step. The acting seat is
-`engine.current`; `legal_bits()` is the single source of legality (R6–R9) that the mask, the
-list, the env, bots and tests all come from; `step(action)` raises `IllegalActionError` and
-changes nothing when the action is not legal.
+The rules themselves (legality R6–R9, transitions R8–R11, scoring R12, R13, every variant) are
+stated once, as compiled functions over a state value, in `cf_env.core.kernel`; an `Engine`
+holds one game of that state (`kernel.GameBuffer`) and steps it through the `one_*` entry
+points. What the engine adds is what a single game driven from Python needs: its RNG (one
+`rng.permutation` per round, R3/R4), the public history, the per-round scores, the physical
+layout of the table (which arm each tile sits on: `arms`, for pictures, move names and exact
+snapshots; the rules read only the open ends), external chance (`deal_round`, `set_next_draws`,
+`redeal`), snapshot/restore and its validation (`cf_env.core.snapshot`), the error messages,
+and `advance` with bots.
 
-Rules state vs layout: legality depends only on the open-end value counts, the number of empty
-spinner arms and the pending foot. The physical layout (which arm each tile sits on) is kept
-alongside for rendering and snapshots; equal-valued ends are interchangeable, so a tile played
-on value v goes to the oldest open arm tip of value v.
+One `Engine` plays a whole game of `config.num_rounds` rounds (R4), or, with `target_score`,
+rounds until a total passes the target (`round` is then the place in the countdown of doubles,
+which restarts after the double-blank; `len(scores[s])` counts the rounds played). The acting
+seat is `engine.current`; `legal_bits()` (the compiled `legal_into`, as an int bitset) is the
+single source of legality that the mask, the list, the env, bots and tests all come from;
+`step(action)` raises `IllegalActionError` and changes nothing when the action is not legal.
 
-Representation for speed: each hand is mirrored as a bitset over action ids (`tiles.tile_bits`),
-and the playable values as the bitset of the actions that attach them (`tiles.attach_bits`), so
-legality is one AND of two Python ints, computed once per state and cached. The open ends' attach
-bitset is kept up to date as tips open and close (with `open_count`), so placing a tile costs no
-scan over the values. The 0/1 boards (hands, table, played tiles, voids) are bytearrays that the
-engine writes entry by entry, with numpy views over them (`hands` read-only) for everyone else:
-the engine is the only writer, which keeps the representations in step.
-
-Beside it in the core: the snapshot format and its validated restore (`cf_env.core.snapshot`,
-behind `snapshot()` / `restore()`) and the layout's `Arm` (`cf_env.core.layout`).
+The state's fields read as the engine's attributes (`current`, `open_count`, `boneyard`, …);
+the 0/1 boards (`hands`, `on_table`, `played_by`, `voids`) are read-only numpy views of the
+compiled state, live for the engine's life (copy to keep one).
 """
 
 from __future__ import annotations
@@ -32,23 +28,18 @@ import bisect
 import copy
 import functools
 from collections.abc import Callable, Sequence
-from itertools import compress
 from typing import NamedTuple
 
 import numpy as np
 
+from cf_env.core import kernel
 from cf_env.core import snapshot as snapshot_format
-from cf_env.core.actions import actions_in, describe
+from cf_env.core.actions import IllegalActionError, actions_in, describe
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.layout import Arm
 from cf_env.core.scoring import r13_key as r13_key  # (its old home: importable from here)
-from cf_env.core.scoring import r13_winners
 from cf_env.core.snapshot import SNAPSHOT_KEYS, SNAPSHOT_VERSION, SNAPSHOT_VERSIONS, SnapshotError
 from cf_env.core.tiles import TileTables, tile_tables
-
-
-class IllegalActionError(ValueError):
-    """An action that is malformed or not legal now. The game state is unchanged."""
 
 
 class Placement(NamedTuple):
@@ -73,64 +64,19 @@ class Placement(NamedTuple):
     leaves_open: int
 
 
+# The state's scalar fields, read as attributes of the engine (a game of one: index 0).
+_SCALARS = ("current", "round", "center", "start_seat", "drawn_tile", "foot_value", "toes_left",
+            "spinner_empty")
+
+
 class Engine:
     """A whole game: deal, play, score every round; R13 decides the winners."""
 
-    # Slots, not an instance dict: the engine's state is a fixed set of fields, read on every
-    # decision (slot reads are the cheapest attribute access in CPython).
     __slots__ = (
-        "_attach",
-        "_deal_seats",
-        "_deal_slices",
-        "_draw_action",
-        "_hand_bits",
-        "_hand_bytes",
-        "_hands",
-        "_legal",
-        "_next_seat",
-        "_no_values",
-        "_num_tiles",
-        "_num_values",
-        "_open_attach",
-        "_pass_action",
-        "_phase",
-        "_played_bytes",
-        "_synthetic_arms",
-        "_table_bytes",
-        "_value_ids",
-        "_values",
-        "_void_bytes",
-        "arms",
-        "auto_deal",
-        "between_rounds",
-        "boneyard",
-        "center",
-        "config",
-        "current",
-        "deal_order",
-        "drawn_tile",
-        "foot_arm",
-        "foot_value",
-        "game_over",
-        "hand_counts",
-        "hands",
-        "history",
-        "on_table",
-        "open_count",
-        "played_by",
-        "points",
-        "rng",
-        "round",
-        "scores",
-        "seed",
-        "skip_forced",
-        "spinner_empty",
-        "start_seat",
-        "tables",
-        "tip_arms",
-        "toes_left",
-        "voids",
-        "winners",
+        "_draw_action", "_foot_arm", "_legal", "_legal_bytes", "_held_bytes", "_num_tiles",
+        "_st", "_synthetic_arms", "arms", "auto_deal", "between_rounds", "config", "deal_order",
+        "game", "hands", "history", "on_table", "played_by", "points", "rng", "scores", "seed",
+        "skip_forced", "tables", "tip_arms", "voids", "winners",
     )
 
     def __init__(
@@ -153,38 +99,81 @@ class Engine:
         self.auto_deal = bool(auto_deal)
         self.tables: TileTables = tile_tables(self.config.max_pips)
         self.points = self.tables.points(self.config.double_blank_value)
-        self._set_constants()
-        self._new_boards()
+        self._draw_action = self.config.draw_action
+        self._num_tiles = self.config.num_tiles
+        self._bind(kernel.GameBuffer(self.config))
         self.reset(seed)
 
-    def _set_constants(self) -> None:
-        # Hot-path copies of derived config values (config properties compute on each access).
-        self._draw_action = self.config.draw_action
-        self._pass_action = self.config.pass_action
-        self._num_tiles = self.config.num_tiles
-        self._num_values = self.config.max_pips + 1
-        self._no_values = bytes(self._num_values)
-        self._value_ids = range(self._num_values)
-        # Row of each dealt tile in the deal order: seat 0's hand first (`_start_round`).
-        n, size = self.config.num_players, self.config.hand_size
-        self._deal_seats = np.repeat(np.arange(n), size)
-        self._deal_slices = [slice(seat * size, (seat + 1) * size) for seat in range(n)]
-        self._next_seat = [(seat + 1) % n for seat in range(n)]
+    def _bind(self, game: kernel.GameBuffer) -> None:
+        """Hold `game` and the views of it that the engine reads and writes."""
+        self.game, self._st = game, game.state
+        self._legal_bytes = memoryview(game.legal_words.view(np.uint8).reshape(-1))
+        self._held_bytes = memoryview(game.state.held.view(np.uint8).reshape(-1))
+        self.hands = _readonly(game.state.held[0])
+        self.on_table = game.state.on_table[0]
+        self.played_by = game.state.played[0]
+        self.voids = game.state.voids[0]
+        self._legal = None
+
+    # ------------------------------------------------------------------ the state's fields
+    # (`current`, `round`, `center`, `start_seat`, `drawn_tile`, `foot_value`, `toes_left`,
+    # `spinner_empty`: properties made below the class from `_SCALARS`)
+    @property
+    def game_over(self) -> bool:
+        return bool(self._st.game_over[0])
+
+    @property
+    def hand_counts(self) -> list[int]:
+        return self._st.hand_count[0].tolist()
+
+    @property
+    def open_count(self) -> list[int]:
+        return self._st.open_count[0].tolist()
+
+    @property
+    def boneyard(self) -> list[int]:
+        """The boneyard's tiles; the next drawn is the last."""
+        return self._st.boneyard[0, self._st.bone_pos[0] :][::-1].tolist()
+
+    @property
+    def foot_arm(self) -> int:
+        """The arm that ends in the pending chicken foot's double, -1 if none (R9)."""
+        return self._foot_arm
+
+    @property
+    def num_players(self) -> int:
+        return self.config.num_players
+
+    @property
+    def synthetic_arms(self) -> bool:
+        """Whether the arms are stand-ins carrying only the open ends (restored from a snapshot
+        without a layout); `snapshot()` leaves them out again."""
+        return self._synthetic_arms
 
     # ------------------------------------------------------------------ game flow
     def reset(self, seed: int | None = None) -> list[list[int]]:
         """Start a new game. Returns the rounds that ended with no decision (normally none)."""
-        cfg = self.config
         self.seed = seed  # what a game record needs to replay this game (None: unseeded)
         self.rng = np.random.default_rng(seed)
-        self.round = 0
-        self.scores: list[list[int]] = [[] for _ in range(cfg.num_players)]
-        self.game_over = False
+        self.scores: list[list[int]] = [[] for _ in range(self.config.num_players)]
         self.between_rounds = False
         self.winners: list[int] = []
         self.history: list[tuple[int, int, int]] = []  # (round, seat, action), whole game
-        self._start_round()
+        self._deal_from(None, kernel.one_new_game)
         return self._settle([])
+
+    def _deal_from(self, order: list[int] | None, deal: Callable) -> None:
+        """Shuffle (R3/R4: the RNG, unless an external source of chance gave the order) and deal
+        a round with `deal` (a `kernel.one_*` dealing entry point): the layout starts afresh."""
+        perm = self.rng.permutation(self._num_tiles) if order is None else np.array(order)
+        self._st.boneyard[0] = perm
+        self.deal_order = tuple(perm.tolist())
+        deal(self.game.buffer, self.game.table_buffer)
+        self.arms: list[Arm] = []
+        self.tip_arms: list[list[int]] = [[] for _ in range(self.config.max_pips + 1)]
+        self._foot_arm = -1
+        self._synthetic_arms = False  # the layout is real (see `restore` without arms)
+        self._legal = None
 
     # ------------------------------------------------------------------ external chance
     # The RNG is the engine's own source of chance. An external one (OpenSpiel's chance nodes,
@@ -206,13 +195,13 @@ class Engine:
             raise ValueError(
                 f"deal_round: round {self.round} is over; deal the next with deal_next()"
             )
-        if (self.history and self.history[-1][0] == self.round) or self._table_bytes.count(1) > 1:
+        if (self.history and self.history[-1][0] == self.round) or self.on_table.sum() > 1:
             raise ValueError(
                 f"deal_round: round {self.round} has begun (a decision was made); a round can "
                 "be dealt again only before its first decision"
             )
         tiles = self._deal_order(order, "deal_round")
-        self._start_round(tiles)
+        self._deal_from(tiles, _deal_again)
         return self._settle([])
 
     def deal_next(self, order: Sequence[int] | None = None) -> list[list[int]]:
@@ -226,7 +215,7 @@ class Engine:
             raise ValueError(f"deal_next: not between rounds ({where})")
         tiles = None if order is None else self._deal_order(order, "deal_next")
         self.between_rounds = False
-        self._next_round(tiles)
+        self._deal_from(tiles, _deal_next_round)
         return self._settle([])
 
     def _deal_order(self, order: Sequence[int], what: str) -> list[int]:
@@ -248,180 +237,42 @@ class Engine:
         nothing public, nothing legal. Raises `ValueError` (engine unchanged) unless the tiles
         are distinct and all in the boneyard."""
         chosen = _tile_ids(tiles, self._num_tiles, "set_next_draws: tiles")
-        stock = set(self.boneyard)
-        outside = [t for t in chosen if t not in stock]
+        stock = self._st.boneyard[0, self._st.bone_pos[0] :]  # drawn from the front
+        outside = [t for t in chosen if t not in set(stock.tolist())]
         if outside or len(set(chosen)) != len(chosen):
             pairs = self.tables.pairs
             raise ValueError(
                 "set_next_draws: tiles must be distinct tiles of the boneyard; "
                 f"{[list(pairs[t]) for t in outside] or 'a tile repeats'} "
-                f"(the boneyard holds {len(self.boneyard)} tiles)"
+                f"(the boneyard holds {len(stock)} tiles)"
             )
         picked = set(chosen)
-        # Internal order: the next tile drawn is the last element.
-        self.boneyard = [t for t in self.boneyard if t not in picked] + chosen[::-1]
+        stock[:] = chosen + [t for t in stock.tolist() if t not in picked]
 
-    def _start_round(self, order: list[int] | None = None) -> None:
-        cfg, tables = self.config, self.tables
-        n, count, size = cfg.num_players, cfg.num_tiles, cfg.hand_size
-        self.center = cfg.max_pips - self.round  # R4
-        # R3/R4: the RNG shuffles, unless an external source of chance gave the order (`deal_round`).
-        perm = self.rng.permutation(count) if order is None else np.array(order, dtype=np.int64)
-        for board in (self._hand_bytes, self._table_bytes, self._played_bytes, self._void_bytes):
-            board[:] = bytes(len(board))  # in place: the views stay the engine's boards
-        self._hands[self._deal_seats, perm[: n * size]] = True
-        # The deal also as Python lists: cheap to search and to sum into the hand bitsets.
-        order = perm.tolist()
-        self.deal_order = tuple(order)
-        dealt = list(map(order.__getitem__, self._deal_slices))
-        self.hand_counts = [size] * n
-        # Internal boneyard is reversed: the next tile drawn is the last element (pop is O(1)).
-        self.boneyard = order[n * size :][::-1]
-        self.open_count = [0] * (cfg.max_pips + 1)
-        self.arms: list[Arm] = []
-        self.tip_arms: list[list[int]] = [[] for _ in range(cfg.max_pips + 1)]
-        self._synthetic_arms = False  # the layout is real (see `restore` without arms)
-        self.spinner_empty = cfg.spinner_arms
-        self.foot_value = -1
-        self.foot_arm = -1
-        self.toes_left = 0
-        self.drawn_tile = -1
-        # R5: whoever holds the start double places it; if nobody does, seats draw in turn
-        # (beginning with seat round % n) until it is drawn; drawn tiles stay in hand.
-        start = int(tables.double_id[self.center])
-        holder = _holder(dealt, start)
-        if holder < 0 and cfg.start_search == "lower_double":
-            # Variant: the highest lower double someone holds starts the round; when nobody
-            # holds any, the round's own double is searched for as R5 says.
-            for value in range(self.center - 1, -1, -1):
-                holder = _holder(dealt, int(tables.double_id[value]))
-                if holder >= 0:
-                    self.center, start = value, int(tables.double_id[value])
-                    break
-        if holder < 0 and cfg.start_search == "all_draw":
-            holder = self._search_all_draw(dealt, start)
-        elif holder < 0:
-            holder = self.round % n
-            while True:
-                tile = self.boneyard.pop()
-                dealt[holder].append(tile)
-                self._hand_bytes[holder * count + tile] = 1
-                self.hand_counts[holder] += 1
-                if tile == start:
-                    break
-                holder = (holder + 1) % n
-        dealt[holder].remove(start)
-        self._hand_bytes[holder * count + start] = 0
-        self.hand_counts[holder] -= 1
-        self._table_bytes[start] = 1
-        self.start_seat = holder
-        self.current = (holder + 1) % n
-        bits = tables.tile_bits
-        self._hand_bits = [sum(map(bits.__getitem__, hand)) for hand in dealt]
-        self._open_attach = 0  # no open ends yet
-        self._refresh_playable()
-
-    def _search_all_draw(self, dealt: list[list[int]], start: int) -> int:
-        """R5 variant "all_draw": every seat draws one tile at once (in seat order from round % n,
-        which fixes who gets which tile), again and again until the start double appears. The
-        whole batch draws, so seats after its finder keep a tile too; a batch the boneyard cannot
-        fill goes to the first seats in that order, and the double is always among its tiles."""
-        n, count = self.config.num_players, self.config.num_tiles
-        holder, first = -1, self.round % n
-        while holder < 0:
-            for k in range(min(n, len(self.boneyard))):
-                seat = (first + k) % n
-                tile = self.boneyard.pop()
-                dealt[seat].append(tile)
-                self._hand_bytes[seat * count + tile] = 1
-                self.hand_counts[seat] += 1
-                if tile == start:
-                    holder = seat
-        return holder
-
-    def _new_boards(self, copy_of: Engine | None = None) -> None:
-        """Create the 0/1 boards: hands, table, played tiles and voids (zeroed, or copies of
-        another engine's). Each lives in a bytearray with a numpy view over it: the hot paths
-        write single entries through the bytearray (a plain item assignment, several times
-        cheaper than numpy scalar indexing) and everyone else reads the arrays. The views are
-        live for the engine's life (a new round clears them in place): copy to keep one."""
-        n, count, values = self.config.num_players, self.config.num_tiles, self.config.max_pips + 1
-        if copy_of is None:
-            self._hand_bytes, self._table_bytes = bytearray(n * count), bytearray(count)
-            self._played_bytes, self._void_bytes = bytearray(n * count), bytearray(n * values)
-        else:
-            self._hand_bytes = bytearray(copy_of._hand_bytes)
-            self._table_bytes = bytearray(copy_of._table_bytes)
-            self._played_bytes = bytearray(copy_of._played_bytes)
-            self._void_bytes = bytearray(copy_of._void_bytes)
-        self._hands = np.frombuffer(self._hand_bytes, dtype=bool).reshape(n, count)
-        self.hands = _readonly_view(self._hands)
-        self.on_table = np.frombuffer(self._table_bytes, dtype=bool)
-        self.played_by = np.frombuffer(self._played_bytes, dtype=bool).reshape(n, count)
-        self.voids = np.frombuffer(self._void_bytes, dtype=bool).reshape(n, values)
-
-    _VIEWS = ("_hands", "hands", "on_table", "played_by", "voids")
-
-    def __getstate__(self) -> dict:
-        # The numpy views must be rebuilt over the copied bytearrays (copy, deepcopy, pickle).
-        return {
-            name: getattr(self, name)
-            for name in self.__slots__
-            if name not in self._VIEWS and hasattr(self, name)
-        }
-
-    def __setstate__(self, state: dict) -> None:
-        for name, value in state.items():
-            setattr(self, name, value)
-        if "_hand_bytes" in state:
-            self._new_boards(copy_of=self)
-
-    def _sync_hands(self) -> None:
-        """Rebuild the hand bitsets from `_hands` (after a restore)."""
-        bits = self.tables.tile_bits
-        self._hand_bits = [sum(bits[t] for t in np.flatnonzero(row).tolist()) for row in self._hands]
-
-    def _refresh_playable(self, recount: bool = False) -> None:
-        """The phase of play, decided here and nowhere else: which rule says where tiles go now
-        (`_phase`: R9 a pending foot's toes first, else R7 the centre's empty arms, else R6 any
-        open end) and so the playable values, as their attach bitset (`_attach`) and list
-        (`_values`). Called whenever they may have changed (a tile placed, a new round, a
-        restore); drops the cached legality. `recount` rebuilds the open ends' bitset from
-        `open_count`; otherwise `_place` keeps it current."""
-        attach_bits = self.tables.attach_bits
-        if recount:
-            self._open_attach = 0
-            for value, count in enumerate(self.open_count):
-                if count:
-                    self._open_attach |= attach_bits[value]
-        if self.foot_value >= 0:  # R9: only toes on the pending foot
-            self._phase, self._values = "R9", [self.foot_value]
-            self._attach = attach_bits[self.foot_value]
-        elif self.spinner_empty > 0:  # R7: fill the centre's empty arms first
-            self._phase, self._values = "R7", [self.center]
-            self._attach = attach_bits[self.center]
-        else:  # R6: any open end (the list is built on demand: `_playable`)
-            self._phase, self._values = "R6", None
-            self._attach = self._open_attach
-        self._legal = None
+    # ------------------------------------------------------------------ legality
+    def _phase(self) -> str:
+        """The rule that says where tiles go now (as the compiled `_attach_word` decides): R9 a
+        pending foot's toes first, else R7 the centre's empty arms, else R6 any open end."""
+        if self._st.foot_value[0] >= 0:
+            return "R9"
+        return "R7" if self._st.spinner_empty[0] > 0 else "R6"
 
     def playable_values(self) -> list[int]:
         """Values a tile may be attached to now (R7 spinner phase, R9 pending foot, R6 otherwise)."""
-        return list(self._playable())
-
-    def _playable(self) -> list[int]:
-        if self._values is None:  # R6: the open ends' values, listed once per position
-            self._values = list(compress(self._value_ids, self.open_count))
-        return self._values
+        phase = self._phase()
+        if phase == "R9":
+            return [self.foot_value]
+        if phase == "R7":
+            return [self.center]
+        return np.flatnonzero(self._st.open_count[0]).tolist()
 
     def placement(self, action: int) -> Placement:
         """Where tile action `action` puts its tile if played now (R6, R7, R9): the rule that
         places it, the arm it lands on, and the value it leaves open. The engine lays every
-        tile by this decision (`_slot`, which `_place` applies), and every description of a
-        move reads it (`cf_env.viz.render.move_name`). It does not check that the acting seat holds the tile;
+        tile by this decision (`_lay`), and every description of a move reads it
+        (`cf_env.viz.render.move_name`). It does not check that the acting seat holds the tile;
         raises `ValueError` for DRAW, PASS, an id out of range, a tile whose attached half is
         not a playable value now, or when no round is in play."""
-        tables = self.tables
         if self.game_over or self.between_rounds:
             raise ValueError("placement: no round is in play (the game is over, or between rounds)")
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
@@ -431,32 +282,30 @@ class Engine:
             raise ValueError(
                 f"placement: action {action} is not a tile action (0..{self._draw_action - 1})"
             )
-        tile = action >> 1  # action 2t + side (cf_env.core.actions)
-        lo, hi = tables.pairs[tile]
-        attached, free_end = (hi, lo) if action & 1 else (lo, hi)
-        if attached not in self._playable():
+        tile, attached, free_end = self._halves(action)
+        if attached not in self.playable_values():
             raise ValueError(
                 f"placement: {attached}|{free_end} attaches a {attached}, which is not playable "
-                f"now (playable: {self._playable()})"
+                f"now (playable: {self.playable_values()})"
             )
-        arm, parent = self._slot(attached)
-        starts_foot = self._phase == "R6" and attached == free_end
-        toe = self.config.toes - self.toes_left + 1 if self._phase == "R9" else 0
+        phase = self._phase()
+        if phase == "R6":  # the oldest open arm tip of that value (`tip_arms` is in arm order)
+            arm = self.tip_arms[attached][0]
+            parent = self.arms[arm].parent
+        else:  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
+            arm, parent = len(self.arms), (self._foot_arm if phase == "R9" else -1)
+        starts_foot = phase == "R6" and attached == free_end
+        toe = self.config.toes - self.toes_left + 1 if phase == "R9" else 0
         return Placement(
-            tile, attached, free_end, self._phase, arm, parent, arm == len(self.arms), toe,
+            tile, attached, free_end, phase, arm, parent, arm == len(self.arms), toe,
             -1 if starts_foot else free_end,
         )
 
-    def _slot(self, attached: int) -> tuple[int, int]:
-        """Where a tile attached to `attached` goes, as (arm index, that arm's parent): R9 a new
-        toe of the pending foot, R7 a new arm of the centre double (index `len(arms)` for a new
-        arm), R6 the oldest open arm tip of that value (`tip_arms` is kept in arm order, so the
-        layout alone says which: a restore lays tiles where the original game would)."""
-        phase = self._phase
-        if phase == "R6":
-            arm = self.tip_arms[attached][0]
-            return arm, self.arms[arm].parent
-        return len(self.arms), (self.foot_arm if phase == "R9" else -1)
+    def _halves(self, action: int) -> tuple[int, int, int]:
+        """(tile, attached value, free end) of tile action 2t + side (cf_env.core.actions)."""
+        tile = action >> 1
+        lo, hi = self.tables.pairs[tile]
+        return (tile, hi, lo) if action & 1 else (tile, lo, hi)
 
     def legal_action_mask(self) -> np.ndarray:
         """The acting seat's legal actions as a fresh int8 array (all zeros once the game is over)."""
@@ -469,24 +318,14 @@ class Engine:
         return actions_in(self.legal_bits())
 
     def legal_bits(self) -> int:
-        """The one place legality is decided: the legal actions as an int bitset (bit a set <=>
-        action a legal), computed once per state. The cheapest form of the legal set: the mask
-        and the list are made from it, and fast-path policies take it as is (`cf_env.policies`)."""
-        if self._legal is not None:
-            return self._legal
-        if self.game_over or self.between_rounds:
-            legal = 0
-        elif self.drawn_tile >= 0:
-            # R8: after a draw only the drawn tile may be placed; PASS ends the turn unless the
-            # must-play variant forces a playable drawn tile.
-            legal = self.tables.tile_bits[self.drawn_tile] & self._attach
-            if not (legal and self.config.must_play_drawn):
-                legal |= 1 << self._pass_action
-        else:
-            legal = self._hand_bits[self.current] & self._attach
-            if not legal:  # R8: draw only when you cannot place; pass once the boneyard is empty
-                legal = 1 << (self._draw_action if self.boneyard else self._pass_action)
-        self._legal = legal
+        """The legal actions as an int bitset (bit a set <=> action a legal): the compiled
+        `legal_into` (R6–R9), written by every step, read once per state. The cheapest form of
+        the legal set: the mask and the list are made from it, and fast-path policies take it
+        as is (`cf_env.policies`). Zero once the game is over and between rounds."""
+        legal = self._legal
+        if legal is None:
+            legal = 0 if self.between_rounds else int.from_bytes(self._legal_bytes, "little")
+            self._legal = legal
         return legal
 
     def action_problem(self, action: object) -> str | None:
@@ -526,6 +365,7 @@ class Engine:
             raise IllegalActionError(problem)
         return int(action)
 
+    # ------------------------------------------------------------------ play
     def step(self, action: int) -> list[list[int]]:
         """Apply one action of the acting seat. Returns the points of every round that ended."""
         if type(action) is int and action >= 0 and self.legal_bits() >> action & 1:
@@ -535,50 +375,34 @@ class Engine:
         return self._settle(finished) if self.skip_forced else finished
 
     def _apply(self, action: int) -> list[list[int]]:
-        cfg, tables = self.config, self.tables
-        seat = self.current
-        self.history.append((self.round, seat, action))
-        went_out = False
-        if action == self._draw_action:
-            # The seat showed it holds none of the playable values; drawing adds an unseen
-            # tile, so older knowledge about this seat is dropped.
-            row = seat * self._num_values
-            voids = self._void_bytes
-            voids[row : row + self._num_values] = self._no_values
-            for value in self._playable():
-                voids[row + value] = 1
-            tile = self._draw(seat)
-            while cfg.draw_until_playable and self.boneyard and not self._fits(tile):
-                tile = self._draw(seat)
-            self.drawn_tile = tile
-        elif action == self._pass_action:
-            if self.drawn_tile < 0:
-                row = seat * self._num_values
-                for value in self._playable():
-                    self._void_bytes[row + value] = 1
-            self.drawn_tile = -1
-            self.current = self._next_seat[seat]
-        else:
-            tile = action >> 1  # action 2t + side (cf_env.actions)
-            lo, hi = tables.pairs[tile]
-            self._hand_bytes[seat * self._num_tiles + tile] = 0
-            self._hand_bits[seat] ^= tables.tile_bits[tile]  # both of the tile's bits are set
-            self.hand_counts[seat] -= 1
-            self._table_bytes[tile] = 1
-            self._played_bytes[seat * self._num_tiles + tile] = 1
-            if action & 1:
-                self._place(tile, hi, lo)
-            else:
-                self._place(tile, lo, hi)
-            self._refresh_playable()
-            self.drawn_tile = -1
-            self.current = self._next_seat[seat]
-            went_out = not self.hand_counts[seat]
+        """Apply a legal action: the layout first (it reads the phase before the move), then
+        the compiled rules (R8–R11), then the round's end."""
+        st = self._st
+        self.history.append((int(st.round[0]), int(st.current[0]), action))
+        if action < self._draw_action:
+            self._lay(action)
+        ended = kernel.one_step(self.game.buffer, self.game.table_buffer, action)
         self._legal = None
-        # R11: the round ends when a hand empties, or when nobody can place and nobody can draw.
-        if went_out or (not self.boneyard and not self._anyone_can_place()):
-            return [self._end_round()]
-        return []
+        return [self._end_round()] if ended else []
+
+    def _lay(self, action: int) -> None:
+        """Lay the tile of `action` where `placement` says (R6, R7, R9) in the layout."""
+        tile, attached, free_end = self._halves(action)
+        arms, phase = self.arms, self._phase()
+        if phase != "R6":  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
+            arm = len(arms)
+            arms.append(Arm(self._foot_arm if phase == "R9" else -1, [(tile, attached)], free_end))
+            if phase == "R9" and self._st.toes_left[0] == 1:  # R10: the foot is filled
+                self._foot_arm = -1
+        else:  # R6: extend the oldest open arm tip of that value
+            arm = self.tip_arms[attached].pop(0)
+            arms[arm].tiles.append((tile, attached))
+            if free_end == attached:  # R9: a double closes its arm and starts a chicken foot
+                arms[arm].tip = -1
+                self._foot_arm = arm
+                return
+            arms[arm].tip = free_end
+        bisect.insort(self.tip_arms[free_end], arm)  # arm order: see `placement`
 
     def advance(
         self,
@@ -596,12 +420,13 @@ class Engine:
         One call replaces the check-then-step loop a driver would run over these decisions (the
         single-agent adapter's opponents' turns), which is most of the decisions of a game."""
         finished: list[list[int]] = []
-        while not finished and self.current != stop_seat:
+        current = self._st.current
+        while not finished and current[0] != stop_seat:
             legal = self.legal_bits()
             if not legal:  # the game is over
                 break
             if legal & (legal - 1):  # more than one bit: a real choice
-                choose = choosers[self.current] if choosers is not None else None
+                choose = choosers[current[0]] if choosers is not None else None
                 if choose is None:
                     break
                 action = choose(legal)
@@ -619,168 +444,93 @@ class Engine:
                 finished += more
         return finished
 
-    def _draw(self, seat: int) -> int:
-        tile = self.boneyard.pop()
-        self._hand_bytes[seat * self._num_tiles + tile] = 1
-        self._hand_bits[seat] |= self.tables.tile_bits[tile]
-        self.hand_counts[seat] += 1
-        return tile
-
-    def _fits(self, tile: int) -> bool:
-        return bool(self.tables.tile_bits[tile] & self._attach)
-
-    def _anyone_can_place(self) -> bool:
-        attach = self._attach
-        for bits in self._hand_bits:  # noqa: SIM110 (a loop, not any(<generator>): this runs every late step)
-            if bits & attach:
-                return True
-        return False
-
-    def _place(self, tile: int, attached: int, free_end: int) -> None:
-        """Lay `tile` where `_slot` says (the decision `placement` reports) and update the ends.
-
-        `_slot`'s decision is applied inline, reading the same phase: a call per placement
-        costs 3% of a random playout (measured), and tests/core/test_i16_engine.py checks that every
-        tile of random games lands where `placement` said."""
-        arms, phase = self.arms, self._phase
-        if phase != "R6":  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
-            arm = len(arms)
-            arms.append(Arm(self.foot_arm if phase == "R9" else -1, [(tile, attached)], free_end))
-            if phase == "R7":
-                self.spinner_empty -= 1
-            else:
-                self.toes_left -= 1
-                if self.toes_left == 0:  # R10: the foot is filled; its toes are ordinary ends
-                    self.foot_value = self.foot_arm = -1
-        else:  # R6: extend the oldest open arm tip of that value
-            arm = self.tip_arms[attached].pop(0)
-            self.open_count[attached] -= 1
-            if not self.open_count[attached]:  # the last open end of that value is covered
-                self._open_attach ^= self.tables.attach_bits[attached]
-            arms[arm].tiles.append((tile, attached))
-            if free_end == attached:  # R9: a double starts a chicken foot
-                arms[arm].tip = -1
-                self.foot_value, self.foot_arm, self.toes_left = attached, arm, self.config.toes
-                return
-            arms[arm].tip = free_end
-        self.open_count[free_end] += 1
-        if self.open_count[free_end] == 1:  # a value newly open
-            self._open_attach |= self.tables.attach_bits[free_end]
-        bisect.insort(self.tip_arms[free_end], arm)  # arm order: see `_slot`
-
     def _end_round(self) -> list[int]:
-        """R12: score the hands, then finish the game (R13), or deal the next round (R4), or
-        with `auto_deal` off stop between rounds (the finished table stays laid out)."""
-        points = self._hands.dot(self.points).tolist()  # each seat's pips left in hand
+        """After the compiled R12 scoring: record the round's points, then the game is over
+        (R13's winners), or the next round is dealt (R4), or with `auto_deal` off the engine
+        stops between rounds (the finished table stays laid out)."""
+        points = self._st.round_points[0].tolist()  # each seat's pips left in hand
         for seat, value in enumerate(points):
             self.scores[seat].append(value)
-        if self._game_ends():
-            self.game_over = True
-            self.drawn_tile = -1
-            self.winners = self._winners()
-            self._legal = None
+        if self.game_over:
+            self.winners = np.flatnonzero(self._st.winners[0]).tolist()
         elif self.auto_deal:
-            self._next_round()
+            self._deal_from(None, _deal_next_round)
         else:
             self.between_rounds = True
-            self._legal = 0
         return points
 
-    def _next_round(self, order: list[int] | None = None) -> None:
-        # With a target score the countdown restarts after the double-blank round.
-        self.round = (self.round + 1) % self.config.num_rounds
-        self._start_round(order)
-
-    def _game_ends(self) -> bool:
-        """After a round: R4's last round was played, or (variant) a total passed the target."""
-        target = self.config.target_score
-        if target is None:
-            return self.round + 1 >= self.config.num_rounds
-        return max(map(sum, self.scores)) > target
-
-    def _winners(self) -> list[int]:
-        return r13_winners(self.scores, self.config.tie_break)
-
     # ------------------------------------------------------------------ queries
-    @property
-    def num_players(self) -> int:
-        return self.config.num_players
-
     def hand(self, seat: int) -> list[int]:
         return np.flatnonzero(self.hands[seat]).tolist()
-
-    def totals(self) -> list[int]:
-        return list(map(sum, self.scores))
-
-    def clone(self) -> Engine:
-        """An independent copy (cheaper than snapshot/restore), e.g. for tree search."""
-        other = copy.copy(self)  # own copies of the boards: __setstate__
-        other.rng = copy.deepcopy(self.rng)
-        other.scores = [list(s) for s in self.scores]
-        other.winners = list(self.winners)
-        other.history = list(self.history)
-        other._hand_bits = list(self._hand_bits)
-        other._values = None if self._values is None else list(self._values)
-        other.hand_counts = list(self.hand_counts)
-        other.boneyard = list(self.boneyard)
-        other.open_count = list(self.open_count)
-        other.arms = [Arm(a.parent, list(a.tiles), a.tip) for a in self.arms]
-        other.tip_arms = [list(ids) for ids in self.tip_arms]
-        return other
-
-    # ------------------------------------------------------------------ search: determinizations
-    def copy_from(self, other: Engine, rng: bool = True) -> None:
-        """Become a copy of `other` in place (same config), keeping this engine's boards and views.
-
-        Search resets one engine to the same root position thousands of times per decision;
-        `clone` builds new bytearrays, numpy views and a deep-copied RNG each time, which costs
-        more than the rollout that follows. Here the boards are overwritten in place and only
-        the containers play mutates are copied. The result equals `other.clone()` field by field
-        (tests/agents/test_ismcts.py checks every slot). The RNG only deals later rounds: `rng=False`
-        leaves this engine's own (a search that stops at the round's end never uses it)."""
-        if other.config is not self.config and other.config != self.config:
-            raise ValueError("copy_from needs an engine with the same config (its boards' sizes)")
-        self._hand_bytes[:] = other._hand_bytes
-        self._table_bytes[:] = other._table_bytes
-        self._played_bytes[:] = other._played_bytes
-        self._void_bytes[:] = other._void_bytes
-        self._hand_bits = other._hand_bits[:]
-        self.hand_counts = other.hand_counts[:]
-        self.boneyard = other.boneyard[:]
-        self.open_count = other.open_count[:]
-        self.arms = [Arm(a.parent, a.tiles[:], a.tip) for a in other.arms]
-        self.tip_arms = [ids[:] for ids in other.tip_arms]
-        self.scores = [s[:] for s in other.scores]
-        self.winners = other.winners[:]
-        self.history = other.history[:]
-        if rng:
-            self.rng.bit_generator.state = other.rng.bit_generator.state
-        self._attach = other._attach
-        self._legal = other._legal
-        self._open_attach = other._open_attach
-        self._synthetic_arms = other._synthetic_arms
-        self._values = None if other._values is None else other._values[:]
-        self.center = other.center
-        self.current = other.current
-        self.deal_order = other.deal_order
-        self.drawn_tile = other.drawn_tile
-        self.foot_arm = other.foot_arm
-        self.foot_value = other.foot_value
-        self.game_over = other.game_over
-        self.round = other.round
-        self.seed = other.seed
-        self.spinner_empty = other.spinner_empty
-        self.start_seat = other.start_seat
-        self.toes_left = other.toes_left
-        for name in _COPY_AS_IS:  # any other field: immutable values, shared as `clone` shares them
-            setattr(self, name, getattr(other, name))
 
     def hand_bits(self, seat: int) -> int:
         """Seat `seat`'s hand as an int bitset over action ids (each tile's `tiles.tile_bits`):
         the set legality ANDs with the playable ends. Rollout policies on the fast path read it
         instead of the numpy board."""
-        return self._hand_bits[seat]
+        return int.from_bytes(self._st.hands[0, seat].tobytes(), "little")
 
+    def totals(self) -> list[int]:
+        return list(map(sum, self.scores))
+
+    def write_observation(self, seat: int, out: np.ndarray) -> None:
+        """Seat `seat`'s observation of a game in play into `out` (a C-contiguous float32 row of
+        the observation's size), written by the compiled core (`kernel.one_observe`): bit for
+        bit `Encoder.encode(engine, seat)`. `Encoder.observe` calls it."""
+        kernel.one_observe(self.game.buffer, self.game.table_buffer, seat, out)
+
+    # ------------------------------------------------------------------ copies
+    def clone(self) -> Engine:
+        """An independent copy (cheaper than snapshot/restore), e.g. for tree search."""
+        other = copy.copy(self)  # __getstate__ / __setstate__: a game buffer of its own
+        other.rng = copy.deepcopy(self.rng)
+        return other
+
+    def copy_from(self, other: Engine, rng: bool = True) -> None:
+        """Become a copy of `other` in place (same config), keeping this engine's buffers and
+        views: search resets one engine to the same root position thousands of times per
+        decision. The result equals `other.clone()` field by field (tests/agents/test_ismcts.py
+        checks every slot). The RNG only deals later rounds: `rng=False` leaves this engine's
+        own (a search that stops at the round's end never uses it)."""
+        if other.config is not self.config and other.config != self.config:
+            raise ValueError("copy_from needs an engine with the same config (its boards' sizes)")
+        self.game.buffer[:] = other.game.buffer
+        self._copy_lists(other)
+        if rng:
+            self.rng.bit_generator.state = other.rng.bit_generator.state
+        for name in ("auto_deal", "between_rounds", "deal_order", "seed", "skip_forced",
+                     "_foot_arm", "_legal", "_synthetic_arms"):
+            setattr(self, name, getattr(other, name))
+
+    def _copy_lists(self, other: Engine) -> None:
+        self.arms = [Arm(a.parent, a.tiles[:], a.tip) for a in other.arms]
+        self.tip_arms = [ids[:] for ids in other.tip_arms]
+        self.scores = [s[:] for s in other.scores]
+        self.winners = other.winners[:]
+        self.history = other.history[:]
+
+    _BOUND = ("game", "_st", "_legal_bytes", "_held_bytes", "hands", "on_table", "played_by",
+              "voids")
+
+    def __getstate__(self) -> dict:
+        # The game buffer travels as an array; the views are rebuilt over the copy (copy,
+        # deepcopy, pickle).
+        state = {name: getattr(self, name) for name in self.__slots__
+                 if name not in self._BOUND and hasattr(self, name)}
+        state["buffer"] = self.game.buffer.copy()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        buffer = state.pop("buffer")
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._bind(kernel.GameBuffer(self.config))
+        self.game.buffer[:] = buffer
+        self._legal = state.get("_legal")
+        if "arms" in state:
+            self._copy_lists(self)
+
+    # ------------------------------------------------------------------ search: determinizations
     def redeal(self, hands: Sequence[Sequence[int]], boneyard: Sequence[int]) -> None:
         """Give the hidden tiles out again, in place: seat s's hand becomes `hands[s]` and the
         boneyard `boneyard` (tile ids; `boneyard[0]` is drawn first). Search calls it on a copy
@@ -796,41 +546,41 @@ class Engine:
         n, count = self.config.num_players, self._num_tiles
         if len(hands) != n:
             raise ValueError(f"redeal: {len(hands)} hands given for {n} seats")
-        if list(map(len, hands)) != self.hand_counts:
-            for seat, hand in enumerate(hands):
-                if len(hand) != self.hand_counts[seat]:
-                    raise ValueError(
-                        f"redeal: hand {seat} gets {len(hand)} tiles but holds "
-                        f"{self.hand_counts[seat]} (hand sizes are public and stay as they are)"
-                    )
-        if len(boneyard) != len(self.boneyard):
+        sizes = self.hand_counts
+        for seat, hand in enumerate(hands):
+            if len(hand) != sizes[seat]:
+                raise ValueError(
+                    f"redeal: hand {seat} gets {len(hand)} tiles but holds "
+                    f"{sizes[seat]} (hand sizes are public and stay as they are)"
+                )
+        stock = self._st.boneyard[0, self._st.bone_pos[0] :]
+        if len(boneyard) != len(stock):
             raise ValueError(
-                f"redeal: the boneyard gets {len(boneyard)} tiles but holds {len(self.boneyard)}"
+                f"redeal: the boneyard gets {len(boneyard)} tiles but holds {len(stock)}"
             )
-        # Each place's tiles as one int with byte t set to 1 for tile t: the same layout as the
+        # Each place's tiles as one int with byte t set to 1 for tile t: the layout of the
         # boards, so a hand's row is its int's bytes, and the check is one sum: every byte of
         # (deal + table) must be exactly 1 (each tile dealt once, none from the table, R1, R3).
-        # A hand's int also carries its action bits (`hand_bits`) above the bytes and a guard
-        # (`_deal_spread`), so one sum per hand gives both.
-        spread, shift = _deal_spread(self.config.max_pips)
-        low = (1 << shift) - 1
+        spread = _byte_spread(count)
         try:
             rows = [sum(map(spread.__getitem__, hand)) for hand in hands]
-            dealt = (sum(rows) & low) + sum(map(_byte_spread(count).__getitem__, boneyard))
+            dealt = sum(rows) + sum(map(spread.__getitem__, boneyard))
         except (KeyError, TypeError):
             dealt = -1
-        if dealt < 0 or dealt + int.from_bytes(self._table_bytes, "little") != _byte_spread(count)[count]:
+        table = int.from_bytes(self.on_table.tobytes(), "little")
+        if dealt < 0 or dealt + table != spread[count]:
             raise ValueError(self._redeal_error(hands, boneyard))
-        if self.drawn_tile >= 0 and not rows[self.current] >> 8 * self.drawn_tile & 1:
+        drawn = self.drawn_tile
+        if drawn >= 0 and not rows[self.current] >> 8 * drawn & 1:
             raise ValueError(
-                f"redeal: the drawn tile {list(self.tables.pairs[self.drawn_tile])} must stay in "
+                f"redeal: the drawn tile {list(self.tables.pairs[drawn])} must stay in "
                 f"the hand of seat {self.current}, which drew it (R8)"
             )
-        board = self._hand_bytes
+        board = self._held_bytes
         for seat, row in enumerate(rows):
-            board[seat * count : (seat + 1) * count] = (row & low).to_bytes(count, "little")
-        self._hand_bits = [row >> shift for row in rows]
-        self.boneyard = list(boneyard)[::-1]  # internal order: the next tile drawn is last
+            board[seat * count : (seat + 1) * count] = row.to_bytes(count, "little")
+        stock[:] = boneyard
+        kernel.one_sync(self.game.buffer, self.game.table_buffer)
         self._legal = None
 
     def _redeal_error(self, hands: Sequence[Sequence[int]], boneyard: Sequence[int]) -> str:
@@ -841,7 +591,7 @@ class Engine:
                 if type(t) is not int or not 0 <= t < count:
                     return f"redeal: {place} names {t!r}, not a tile id (an int 0..{count - 1})"
                 pair = list(self.tables.pairs[t])
-                if self._table_bytes[t]:
+                if self.on_table[t]:
                     return f"redeal: {place} names tile {pair}, which is on the table (public)"
                 if t in seen:
                     return f"redeal: tile {pair} is dealt twice ({seen[t]} and {place})"
@@ -859,24 +609,49 @@ class Engine:
 
     def restore(self, snapshot: dict) -> None:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
-        position = snapshot_format.read(self.config, self.tables, snapshot)
-        for name in snapshot_format.POSITION_FIELDS:
-            setattr(self, name, getattr(position, name))
-        self._new_boards()  # new arrays: views taken before the restore keep the old position
-        self._hands[:] = position.hands
-        self.on_table[:] = position.on_table
-        self.played_by[:] = position.played_by
-        self.voids[:] = position.voids
-        self._synthetic_arms = position.synthetic_arms
-        self._sync_hands()
-        self._refresh_playable(recount=True)
+        p = snapshot_format.read(self.config, self.tables, snapshot)
+        # New buffers: views taken before the restore keep the old position.
+        self._bind(kernel.GameBuffer(self.config, like=self.game))
+        st, count = self._st, self._num_tiles
+        for name in _SCALARS:
+            getattr(st, name)[0] = getattr(p, name)
+        st.game_over[0] = p.game_over
+        st.open_count[0] = p.open_count
+        stock = p.boneyard[::-1]  # the position lists the next tile drawn last
+        st.bone_pos[0] = count - len(stock)
+        st.boneyard[0, count - len(stock) :] = stock
+        for seat, rounds in enumerate(p.scores):
+            st.totals[0, seat] = sum(rounds)
+            st.zero_rounds[0, seat] = rounds.count(0)
+            st.min_nonzero[0, seat] = min((r for r in rounds if r), default=kernel.NO_ROUND)
+            st.round_points[0, seat] = rounds[-1] if rounds else 0
+            st.winners[0, seat] = seat in p.winners
+        st.rounds_played[0] = len(p.scores[0])
+        st.held[0], st.on_table[0], st.played[0], st.voids[0] = (
+            p.hands, p.on_table, p.played_by, p.voids)
+        kernel.one_sync(self.game.buffer, self.game.table_buffer)
+        self.arms, self.tip_arms, self._foot_arm = p.arms, p.tip_arms, p.foot_arm
+        self.scores, self.winners, self.history = p.scores, p.winners, p.history
+        self.between_rounds, self.deal_order, self.seed, self.rng = (
+            p.between_rounds, p.deal_order, p.seed, p.rng)
+        self._synthetic_arms = p.synthetic_arms
         self._settle([])
 
-    @property
-    def synthetic_arms(self) -> bool:
-        """Whether the arms are stand-ins carrying only the open ends (restored from a snapshot
-        without a layout); `snapshot()` leaves them out again."""
-        return self._synthetic_arms
+
+def _scalar(index: int) -> property:
+    return property(lambda self: int(self._st[index][0]))
+
+
+for _name in _SCALARS:
+    setattr(Engine, _name, _scalar(kernel.KernelState._fields.index(_name)))
+
+
+def _deal_again(buffer: np.ndarray, table_buffer: np.ndarray) -> None:
+    kernel.one_deal(buffer, table_buffer, False)
+
+
+def _deal_next_round(buffer: np.ndarray, table_buffer: np.ndarray) -> None:
+    kernel.one_deal(buffer, table_buffer, True)
 
 
 def _tile_ids(values: object, count: int, what: str) -> list[int]:
@@ -890,39 +665,6 @@ def _tile_ids(values: object, count: int, what: str) -> list[int]:
     return [int(t) for t in ids]
 
 
-def _holder(hands: list[list[int]], tile: int) -> int:
-    """The seat whose hand (a list of tile ids) holds `tile`, or -1."""
-    for seat, hand in enumerate(hands):
-        if tile in hand:
-            return seat
-    return -1
-
-
-# Fields `copy_from` sets itself (copies of containers, or plain values), the boards' views, the
-# RNG, and what follows from the config; any other field is copied as it is (`_COPY_AS_IS`).
-_COPIED = {
-    "_hand_bytes", "_table_bytes", "_played_bytes", "_void_bytes", "_hand_bits", "hand_counts",
-    "boneyard", "open_count", "arms", "tip_arms", "scores", "winners", "history", "rng",
-    "_attach", "_legal", "_open_attach", "_synthetic_arms", "_values", "center", "current",
-    "drawn_tile", "foot_arm", "foot_value", "game_over", "round", "seed", "spinner_empty",
-    "start_seat", "toes_left", *Engine._VIEWS, "config", "tables", "points", "_deal_seats",
-    "_deal_slices", "_draw_action", "_next_seat", "_no_values", "_num_tiles", "_num_values",
-    "_pass_action", "_value_ids",
-}
-_COPY_AS_IS = tuple(name for name in Engine.__slots__ if name not in _COPIED)
-
-
-@functools.cache
-def _deal_spread(max_pips: int) -> tuple[dict[int, int], int]:
-    """({tile id: its `_byte_spread` byte | its action bits << shift}, shift) for `redeal`: a
-    guard byte between the two parts keeps a sum's bytes (each at most the number of tiles
-    summed) from reaching the bits."""
-    tables = tile_tables(max_pips)
-    count = tables.num_tiles
-    shift = 8 * (count + 2)
-    return {t: 1 << 8 * t | tables.tile_bits[t] << shift for t in range(count)}, shift
-
-
 @functools.cache
 def _byte_spread(count: int) -> dict[int, int]:
     """{tile id: 1 << 8 * id} for ids 0..count-1, and [count]: every tile's byte set."""
@@ -931,7 +673,7 @@ def _byte_spread(count: int) -> dict[int, int]:
     return spread
 
 
-def _readonly_view(array: np.ndarray) -> np.ndarray:
+def _readonly(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.flags.writeable = False
     return view

@@ -59,10 +59,12 @@ on_table        (N, T)      bool     tiles on the table this round, start double
 played          (N, P, T)   bool     tiles each seat placed this round
 voids           (N, P, V)   bool     values each seat showed it lacks this round: a DRAW
                                      first clears the seat's row, then DRAW and a PASS not
-                                     after a draw mark the playable values (as Engine._apply)
+                                     after a draw mark the playable values
+held            (N, P, T)   bool     the hands as 0/1 boards (`hands` in another form)
 ==============  ==========  =======  =====================================================
 
-The last three are read only by the observation (`batch_observe`); the rules never read them.
+on_table, played and voids are read only by the observation (`batch_observe`), held only by
+the `Engine` (its `hands` board); the rules never read them.
 Per-round scores are kept as the R13 aggregates (total, zero rounds, lowest non-zero round) and
 the last round's points, which is all R13 reads; a driver that wants every round's points reads
 `round_points` where `round_ended` is set.
@@ -110,9 +112,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from cf_env.core.actions import actions_in
+from cf_env.core.actions import IllegalActionError, actions_in
 from cf_env.core.config import START_SEARCHES, TIE_BREAKS, ChickenFootConfig
-from cf_env.core.engine import IllegalActionError
 from cf_env.core.observation import (
     OBSERVATION_VERSION,
     count_divisors,
@@ -136,7 +137,9 @@ P_TARGET = 10  # target_score, -1 for None
 P_TIE = 11  # tie_break code: index in TIE_BREAKS
 P_DRAW = 12  # draw action id (2T)
 P_PASS = 13  # pass action id (2T + 1)
-NUM_PARAMS = 14
+P_DEAL = 14  # 1: a round's end deals the next round from next_perm at once; 0: it stops there
+P_WORDS = 15  # W, uint64 words per action bitset
+NUM_PARAMS = 16
 
 SEARCH_TURNS = START_SEARCHES.index("turns")
 SEARCH_ALL_DRAW = START_SEARCHES.index("all_draw")
@@ -153,6 +156,9 @@ try:
 except ImportError:  # pragma: no cover - a numba that moved its options
     _NO_NRT = {}
 jit = njit(cache=True, error_model="numpy", **_NO_NRT)
+# Helpers that make views: without reference counting no compiled function may return an array
+# it did not get, so these are inlined into their callers.
+inline_jit = njit(cache=True, error_model="numpy", inline="always", **_NO_NRT)
 
 ZERO = np.uint64(0)
 ONE = np.uint64(1)
@@ -197,6 +203,7 @@ class KernelState(NamedTuple):
     on_table: np.ndarray
     played: np.ndarray
     voids: np.ndarray
+    held: np.ndarray
 
 
 def num_words(config: ChickenFootConfig) -> int:
@@ -213,8 +220,11 @@ def words_to_int(words: np.ndarray) -> int:
     return sum(int(w) << (64 * k) for k, w in enumerate(words.tolist()))
 
 
-def kernel_tables(config: ChickenFootConfig) -> KernelTables:
-    """The config's constants and per-set tables as arrays for the compiled code."""
+def kernel_tables(config: ChickenFootConfig, deal_at_end: bool = True) -> KernelTables:
+    """The config's constants and per-set tables as arrays for the compiled code. With
+    `deal_at_end` a round's end deals the next round at once from `next_perm` (the batches);
+    without, the game stops after the round's scoring, `need_perm` raised, until the wrapper
+    deals it (`one_deal`: the single-game `Engine`, which may stop between rounds)."""
     tables = tile_tables(config.max_pips)
     width = num_words(config)
     params = np.zeros(NUM_PARAMS, dtype=np.int64)
@@ -232,6 +242,8 @@ def kernel_tables(config: ChickenFootConfig) -> KernelTables:
     params[P_TIE] = TIE_BREAKS.index(config.tie_break)
     params[P_DRAW] = config.draw_action
     params[P_PASS] = config.pass_action
+    params[P_DEAL] = int(deal_at_end)
+    params[P_WORDS] = width
     return KernelTables(
         tile_bits=np.stack([_words(b, width) for b in tables.tile_bits]),
         attach_bits=np.stack([_words(b, width) for b in tables.attach_bits]),
@@ -336,6 +348,7 @@ def new_state(config: ChickenFootConfig, num_games: int) -> KernelState:
         on_table=np.zeros((n, t), np.bool_),
         played=np.zeros((n, p, t), np.bool_),
         voids=np.zeros((n, p, v), np.bool_),
+        held=np.zeros((n, p, t), np.bool_),
     )
 
 
@@ -438,6 +451,7 @@ def is_legal(st, tb, i, action):
 def _give(st, tb, i, seat, tile):
     for k in range(st.hands.shape[2]):
         st.hands[i, seat, k] |= tb.tile_bits[tile, k]
+    st.held[i, seat, tile] = True
     st.hand_count[i, seat] += 1
     st.hand_points[i, seat] += tb.points[tile]
 
@@ -446,6 +460,7 @@ def _give(st, tb, i, seat, tile):
 def _take(st, tb, i, seat, tile):
     for k in range(st.hands.shape[2]):
         st.hands[i, seat, k] ^= tb.tile_bits[tile, k]
+    st.held[i, seat, tile] = False
     st.hand_count[i, seat] -= 1
     st.hand_points[i, seat] -= tb.points[tile]
 
@@ -479,6 +494,8 @@ def _start_round(st, tb, i):
     for seat in range(n):
         for k in range(st.hands.shape[2]):
             st.hands[i, seat, k] = ZERO
+        for t in range(st.held.shape[2]):
+            st.held[i, seat, t] = False
         st.hand_count[i, seat] = 0
         st.hand_points[i, seat] = 0
         for j in range(seat * size, (seat + 1) * size):  # R3: seat s takes perm[s*size:(s+1)*size]
@@ -595,7 +612,8 @@ def _set_winners(st, tb, i):
 @jit
 def _end_round(st, tb, i):
     """R12: score the hands; then the game ends (R4's last round, or a total past the target),
-    or the next round is dealt from next_perm (R4) and the wrapper is asked for another."""
+    or need_perm asks the wrapper for a permutation: with P_DEAL the next round is dealt at
+    once from next_perm (R4), else the game waits for `one_deal`."""
     n = tb.params[P_PLAYERS]
     top = -1
     for seat in range(n):
@@ -617,11 +635,19 @@ def _end_round(st, tb, i):
         st.drawn_tile[i] = -1
         _set_winners(st, tb, i)
     else:
-        st.round[i] = (st.round[i] + 1) % tb.params[P_ROUNDS]  # the countdown restarts (target)
-        for j in range(st.boneyard.shape[1]):
-            st.boneyard[i, j] = st.next_perm[i, j]
         st.need_perm[i] = True
-        _start_round(st, tb, i)
+        if tb.params[P_DEAL] != 0:
+            for j in range(st.boneyard.shape[1]):
+                st.boneyard[i, j] = st.next_perm[i, j]
+            _next_round(st, tb, i)
+
+
+@jit
+def _next_round(st, tb, i):
+    """R4: deal the next round (the countdown restarts after the double-blank with a target
+    score) from boneyard[i]."""
+    st.round[i] = (st.round[i] + 1) % tb.params[P_ROUNDS]
+    _start_round(st, tb, i)
 
 
 @jit
@@ -744,20 +770,26 @@ def batch_reset(st, tb, games, perms):
     need_perm is raised so that the wrapper draws each game's next permutation."""
     for j in range(games.shape[0]):
         i = games[j]
-        for seat in range(st.totals.shape[1]):
-            st.totals[i, seat] = 0
-            st.zero_rounds[i, seat] = 0
-            st.min_nonzero[i, seat] = NO_ROUND
-            st.round_points[i, seat] = 0
-            st.winners[i, seat] = False
-        st.round[i] = 0
-        st.rounds_played[i] = 0
-        st.round_ended[i] = False
-        st.game_over[i] = False
         for k in range(st.boneyard.shape[1]):
             st.boneyard[i, k] = perms[j, k]
-        st.need_perm[i] = True
-        _start_round(st, tb, i)
+        _new_game(st, tb, i)
+
+
+@jit
+def _new_game(st, tb, i):
+    """A new game in slot i: scores cleared, round 0 dealt from boneyard[i]."""
+    for seat in range(st.totals.shape[1]):
+        st.totals[i, seat] = 0
+        st.zero_rounds[i, seat] = 0
+        st.min_nonzero[i, seat] = NO_ROUND
+        st.round_points[i, seat] = 0
+        st.winners[i, seat] = False
+    st.round[i] = 0
+    st.rounds_played[i] = 0
+    st.round_ended[i] = False
+    st.game_over[i] = False
+    st.need_perm[i] = True
+    _start_round(st, tb, i)
 
 
 M1 = np.uint64(0x5555555555555555)
@@ -1137,3 +1169,188 @@ def _rows_out(out: np.ndarray | None, own: np.ndarray) -> np.ndarray:
         raise ValueError(f"out must be a C-contiguous float32 array of shape {own.shape}; got "
                          f"{out.dtype} {out.shape}")
     return out
+
+
+# ---------------------------------------------------------------------------- one game, packed
+# `Engine` steps one game at a time from Python, where numba's check of every array handed in
+# (about 0.25 µs an array: 7 µs for a KernelState and its KernelTables) would cost more than the
+# rules. So one game lives in a single int64 buffer (its KernelState as a batch of one, then its
+# legal words) and its tables in another; each buffer begins with its arrays' offsets, and the
+# one_* entry points rebuild the same KernelState and KernelTables from the two buffers in
+# compiled code, at no cost worth measuring, before calling the batch's own functions on game 0.
+# Python reads and writes the game through numpy views over the same buffer (`GameBuffer`).
+
+
+def _pack(arrays) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One int64 buffer holding copies of `arrays` (header: each array's offset in words), and
+    views over it shaped as the arrays."""
+    offsets, at = [], len(arrays)
+    for a in arrays:
+        offsets.append(at)
+        at += (a.nbytes + 7) // 8
+    buffer = np.zeros(at, np.int64)
+    buffer[: len(arrays)] = offsets
+    views = []
+    for a, start in zip(arrays, offsets, strict=True):
+        view = buffer[start : start + (a.nbytes + 7) // 8].view(a.dtype)[: a.size].reshape(a.shape)
+        view[...] = a
+        views.append(view)
+    return buffer, views
+
+
+class GameBuffer:
+    """One game's `KernelState` (a batch of one) packed in `buffer` with its legal words and a
+    seat for `one_observe`; its tables (`kernel_tables(config, deal_at_end=False)`: the game
+    stops at each round's end for its wrapper to deal) and observation tables in
+    `table_buffer`. `state`, `legal_words` and `tables` are numpy views over the buffers.
+    Copying `buffer` copies the whole game."""
+
+    __slots__ = ("buffer", "legal_words", "state", "table_buffer", "tables")
+
+    def __init__(self, config: ChickenFootConfig, like: GameBuffer | None = None):
+        """A zeroed game (deal it with `one_new_game`), sharing the tables of `like` if given."""
+        if like is None:
+            ob = obs_tables(config)
+            arrays = [*kernel_tables(config, deal_at_end=False), ob.starts, ob.stops, ob.divisors]
+            self.table_buffer, tables = _pack(arrays)
+            self.tables = KernelTables(*tables[: len(KernelTables._fields)])
+        else:  # the tables are constants: shared
+            self.table_buffer, self.tables = like.table_buffer, like.tables
+        legal = np.zeros((1, num_words(config)), np.uint64)
+        self.buffer, views = _pack([*new_state(config, 1), legal, np.zeros(1, np.int32)])
+        self.state, self.legal_words = KernelState(*views[:-2]), views[-2]
+
+
+@inline_jit
+def _i32(buf, k, size):
+    return buf[buf[k] : buf[k] + (size + 1) // 2].view(np.int32)[:size]
+
+
+@inline_jit
+def _u64(buf, k, size):
+    return buf[buf[k] : buf[k] + size].view(np.uint64)
+
+
+@inline_jit
+def _bools(buf, k, size):
+    return buf[buf[k] : buf[k] + (size + 7) // 8].view(np.bool_)[:size]
+
+
+@inline_jit
+def _unpack(sb, tbuf):
+    """The KernelState, KernelTables and legal words (1, W) that `GameBuffer` packed."""
+    params = tbuf[tbuf[6] : tbuf[6] + NUM_PARAMS]
+    p, t, v, w = params[P_PLAYERS], params[P_TILES], params[P_VALUES], params[P_WORDS]
+    tb = KernelTables(
+        tile_bits=_u64(tbuf, 0, t * w).reshape((t, w)),
+        attach_bits=_u64(tbuf, 1, v * w).reshape((v, w)),
+        tile_lo=_i32(tbuf, 2, t),
+        tile_hi=_i32(tbuf, 3, t),
+        points=_i32(tbuf, 4, t),
+        double_id=_i32(tbuf, 5, v),
+        params=params,
+    )
+    st = KernelState(
+        hands=_u64(sb, 0, p * w).reshape((1, p, w)),
+        hand_count=_i32(sb, 1, p).reshape((1, p)),
+        hand_points=_i32(sb, 2, p).reshape((1, p)),
+        open_count=_i32(sb, 3, v).reshape((1, v)),
+        open_attach=_u64(sb, 4, w).reshape((1, w)),
+        spinner_empty=_i32(sb, 5, 1),
+        center=_i32(sb, 6, 1),
+        foot_value=_i32(sb, 7, 1),
+        toes_left=_i32(sb, 8, 1),
+        boneyard=_i32(sb, 9, t).reshape((1, t)),
+        bone_pos=_i32(sb, 10, 1),
+        drawn_tile=_i32(sb, 11, 1),
+        current=_i32(sb, 12, 1),
+        start_seat=_i32(sb, 13, 1),
+        round=_i32(sb, 14, 1),
+        rounds_played=_i32(sb, 15, 1),
+        round_points=_i32(sb, 16, p).reshape((1, p)),
+        round_ended=_bools(sb, 17, 1),
+        totals=sb[sb[18] : sb[18] + p].reshape((1, p)),
+        zero_rounds=_i32(sb, 19, p).reshape((1, p)),
+        min_nonzero=sb[sb[20] : sb[20] + p].reshape((1, p)),
+        game_over=_bools(sb, 21, 1),
+        winners=_bools(sb, 22, p).reshape((1, p)),
+        next_perm=_i32(sb, 23, t).reshape((1, t)),
+        need_perm=_bools(sb, 24, 1),
+        on_table=_bools(sb, 25, t).reshape((1, t)),
+        played=_bools(sb, 26, p * t).reshape((1, p, t)),
+        voids=_bools(sb, 27, p * v).reshape((1, p, v)),
+        held=_bools(sb, 28, p * t).reshape((1, p, t)),
+    )
+    return st, tb, _u64(sb, 29, w).reshape((1, w))
+
+
+@jit
+def one_new_game(sb, tbuf):
+    """A new game, round 0 dealt from the state's boneyard (the round's permutation)."""
+    st, tb, legal = _unpack(sb, tbuf)
+    _new_game(st, tb, 0)
+    st.need_perm[0] = False
+    legal_into(st, tb, 0, legal)
+
+
+@jit
+def one_deal(sb, tbuf, next_round):
+    """Deal from the state's boneyard: the next round (R4) when `next_round`, else the current
+    round again (an external deal before the round's first decision)."""
+    st, tb, legal = _unpack(sb, tbuf)
+    if next_round:
+        _next_round(st, tb, 0)
+    else:
+        _start_round(st, tb, 0)
+    st.round_ended[0] = False
+    st.need_perm[0] = False
+    legal_into(st, tb, 0, legal)
+
+
+@jit
+def one_step(sb, tbuf, action):
+    """Apply `action` if it is legal: -1 when it is not (nothing changed), else 1 when it ended
+    a round (the game is then over, or waits for `one_deal`) and 0 otherwise."""
+    st, tb, legal = _unpack(sb, tbuf)
+    if not is_legal(st, tb, 0, action):
+        return -1
+    st.round_ended[0] = False
+    apply_action(st, tb, 0, action)
+    legal_into(st, tb, 0, legal)
+    return 1 if st.round_ended[0] else 0
+
+
+@jit
+def one_sync(sb, tbuf):
+    """After the hands (`held`) or the open ends (`open_count`) were written from outside (a
+    restore, a re-deal): rebuild what follows from them (the hands' bits, sizes and points, the
+    open ends' attach bits) and the legal words."""
+    st, tb, legal = _unpack(sb, tbuf)
+    for seat in range(tb.params[P_PLAYERS]):
+        for k in range(st.hands.shape[2]):
+            st.hands[0, seat, k] = ZERO
+        st.hand_count[0, seat] = 0
+        st.hand_points[0, seat] = 0
+        for tile in range(tb.params[P_TILES]):
+            if st.held[0, seat, tile]:
+                _give(st, tb, 0, seat, tile)
+    for k in range(st.open_attach.shape[1]):
+        st.open_attach[0, k] = ZERO
+    for value in range(tb.params[P_VALUES]):
+        if st.open_count[0, value] > 0:
+            for k in range(st.open_attach.shape[1]):
+                st.open_attach[0, k] |= tb.attach_bits[value, k]
+    legal_into(st, tb, 0, legal)
+
+
+@jit
+def one_observe(sb, tbuf, seat, out):
+    """The game's observation for `seat` into out (observation size,) float32, exactly as
+    `batch_observe` writes it."""
+    st, tb, _ = _unpack(sb, tbuf)
+    seats = _i32(sb, 30, 1)
+    seats[0] = seat
+    n = len(OBS_PIECES)
+    ob = ObsTables(_u64(tbuf, 7, n), _u64(tbuf, 8, n), tbuf[tbuf[9] : tbuf[9] + n].view(np.float64), 0)
+    batch_observe(st, tb, ob, seats, out.reshape((1, out.shape[0])))
+    seats[0] = 0  # the buffer is the game: equal games have equal buffers (pickles, copies)

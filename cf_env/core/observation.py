@@ -132,9 +132,42 @@ class Encoder:
         self.seat_order = [np.array([(seat + k) % n for k in range(n)]) for seat in range(n)]
         self.opponents = [order[1:] for order in self.seat_order]
         self._obs_values = _CountPieces(self.layout, cfg, ["hand_sizes", "scores"])
+        self._seen_config, self._same_layout = cfg, True
         self._state_values = _CountPieces(self.state_layout, cfg, ["scores"])
 
-    def observe(self, engine, seat: int) -> np.ndarray:
+    def observe(self, engine, seat: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Seat `seat`'s observation (`observation_layout`): a fresh array, or written into
+        `out` (a float32 row of the observation's size, e.g. a trainer's batch buffer) and `out`
+        returned. An `Engine` with its game in play writes it in compiled code
+        (`Engine.write_observation`); anything else with the engine's fields (a finished game, a
+        stand-in) gets `encode`, which says the same in numpy."""
+        write = getattr(engine, "write_observation", None)
+        if write is not None and engine.config is not self._seen_config:
+            # The compiled form writes the engine's own config's layout: the encoder's only if
+            # the two configs lay out and scale the pieces alike (search plays a round as a
+            # one-round game, say, with a shorter round piece).
+            cfg = engine.config
+            self._seen_config, self._same_layout = cfg, (
+                observation_layout(cfg).slices == self.layout.slices
+                and count_divisors(cfg) == count_divisors(self.config))
+        if write is None or not self._same_layout or engine.game_over:
+            if out is None:
+                return self.encode(engine, seat)
+            out[:] = self.encode(engine, seat)
+            return out
+        if out is None or out.dtype != np.float32 or not out.flags.c_contiguous:
+            row = np.empty(self.layout.size, dtype=np.float32)
+            write(seat, row)
+            if out is None:
+                return row
+            out[:] = row
+            return out
+        write(seat, out)
+        return out
+
+    def encode(self, engine, seat: int) -> np.ndarray:
+        """The observation built in numpy from the engine's public fields: the layout's
+        definition in code, against which the compiled form is checked (tests/core)."""
         s = self.layout.slices
         out = np.zeros(self.layout.size, dtype=np.float32)
         out[s["hand"]] = engine.hands[seat]
@@ -279,115 +312,18 @@ class ObservationDecoder:
 
 
 class SeatView:
-    """One seat's observations of one engine, kept current between calls: for a driver that
-    observes the same seat again and again (the single-agent adapter keeps one per seat, for the
-    learner and observation-reading opponents; the AEC env one per agent).
-
-    Within a round the engine changes only by actions, and it appends each to `engine.history`.
-    So a call that continues the previous one (the same history list, round and seat; game not
-    over) updates a kept buffer instead of building a new one: each new placement marks its tile
-    on the table (and in the opponent's played tiles, or out of the seat's hand) and rewrites
-    the open-end counts of the tile's two values; then what changes otherwise is rewritten (the
-    hand after the seat drew, the voids after an opponent drew or passed, hand sizes, scalars,
-    one-hot bits). Anything else (another engine, a new round or game, a restore) is built from
-    scratch by `Encoder.observe`. Every call returns a fresh copy, equal to `Encoder.observe`
-    (tests/core/test_fuzz.py checks each call).
-    """
+    """One seat's observations of one engine, for the drivers that keep one per seat (the AEC
+    env, the single-agent adapter, the arena). It once kept an observation current between calls
+    from the history; the compiled observation (`Encoder.observe`) is now cheaper than that
+    bookkeeping, so each call writes it afresh. Every call returns a fresh copy, or writes `out`."""
 
     def __init__(self, encoder: Encoder):
         self.encoder = encoder
-        cfg, s = encoder.config, encoder.layout.slices
-        self._two_t, self._draw = 2 * cfg.num_tiles, cfg.draw_action
-        self._pairs = tile_tables(cfg.max_pips).pairs
-        self._start = {name: piece.start for name, piece in s.items()}
-        self._history: list | None = None
-        self._seat = -1
 
     def observe(self, engine, seat: int, out: np.ndarray | None = None) -> np.ndarray:
         """The seat's observation now: a fresh copy, or written into `out` (a float32 row of
         the observation's size, e.g. a trainer's batch buffer) and `out` returned."""
-        history = engine.history
-        if (
-            history is not self._history
-            or seat != self._seat
-            or engine.round != self._round
-            or engine.game_over
-        ):
-            self._buffer = self.encoder.observe(engine, seat)
-            self._view = memoryview(self._buffer)
-            if seat != self._seat:
-                self._seat_tables(seat)
-            self._history, self._seat, self._round = history, seat, engine.round
-            self._seen = len(history)
-            self._ones = self._one_hot_positions(engine, seat)
-        else:
-            self._update(engine, seat, history)
-        if out is None:
-            return self._buffer.copy()
-        out[:] = self._buffer
-        return out
-
-    def _seat_tables(self, seat: int) -> None:
-        n, count = self.encoder.config.num_players, self.encoder.config.num_tiles
-        others = [(actor - seat) % n for actor in range(n)]  # 0 = the seat itself, then clockwise
-        # Offset of each actor's row in "opponent_played" (the seat's own entry is never used:
-        # its placements leave its hand instead), and the position of each actor's hand size.
-        self._played_row = [(k - 1) * count for k in others]
-        self._size_pos = [self._start["hand_sizes"] + k for k in others]
-
-    def _update(self, engine, seat: int, history: list) -> None:
-        view, start, cfg = self._view, self._start, self.encoder.config
-        table, played, open_ends = start["table"], start["opponent_played"], start["open_ends"]
-        hand, size_of = start["hand"], self._size_pos
-        counts, size = engine.hand_counts, cfg.hand_size
-        played_row, open_count, pairs = self._played_row, engine.open_count, self._pairs
-        drew = voids_changed = False
-        for _, actor, action in history[self._seen :]:
-            if action < self._two_t:  # a placement (cf_env.actions)
-                tile = action >> 1
-                view[table + tile] = 1.0
-                if actor == seat:
-                    view[hand + tile] = 0.0
-                else:
-                    view[played + played_row[actor] + tile] = 1.0
-                lo, hi = pairs[tile]
-                view[open_ends + lo] = open_count[lo]
-                view[open_ends + hi] = open_count[hi]
-                view[size_of[actor]] = counts[actor] / size
-            elif action == self._draw:
-                view[size_of[actor]] = counts[actor] / size
-                if actor == seat:  # which tiles came is in the hand, not in the history
-                    drew = True
-                else:  # what the opponent showed it lacks changed
-                    voids_changed = True
-            elif actor != seat:  # an opponent's pass: with no draw before it, it shows voids
-                voids_changed = True
-        self._seen = len(history)
-        s, buffer = self.encoder.layout.slices, self._buffer
-        if drew:
-            buffer[s["hand"]] = engine.hands[seat]
-        if voids_changed:
-            opponents = self.encoder.opponents[seat]
-            buffer[s["opponent_voids"]] = engine.voids.take(opponents, axis=0).reshape(-1)
-        view[start["spinner_arms_empty"]] = engine.spinner_empty
-        view[start["foot_toes_left"]] = engine.toes_left
-        view[start["boneyard_size"]] = len(engine.boneyard) / cfg.num_tiles
-        ones = self._one_hot_positions(engine, seat)
-        if ones != self._ones:
-            for position in self._ones:
-                view[position] = 0.0
-            for position in ones:
-                view[position] = 1.0
-            self._ones = ones
-
-    def _one_hot_positions(self, engine, seat: int) -> list[int]:
-        """Positions of the one-hot bits that can move within a round: `_moving_bits` and the
-        seat's drawn tile."""
-        start = self._start
-        ones = _moving_bits(engine, start["playable_values"], start["foot_double"])
-        if engine.drawn_tile >= 0 and engine.current == seat:
-            ones.append(start["drawn_tile"] + engine.drawn_tile)
-        return ones
+        return self.encoder.observe(engine, seat, out)
 
 
 def _moving_bits(engine, playable_start: int, foot_start: int) -> list[int]:

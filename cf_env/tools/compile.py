@@ -6,7 +6,8 @@ The compiled code (`cf_env.core.kernel`, `cf_env.agents.kernel_bots`,
 tens of seconds (the figures are in docs/speed/kernel.md), paid once per checkout and machine. `make` runs this right after installing, so the first demo,
 training run or test run after a fresh set-up loads the cache instead. It drives every entry point
 through the public wrappers with the argument types they pass in use (one compilation serves every
-config: only the shapes and the `params` row change). The parts compile at once, each in a child
+config: only the shapes and the `params` row change). The parts (the batched rules and observations, the single-game
+engine's entry points, the bots, search) compile at once, each in a child
 process of its own (`--part`); numba writes each function's cache file whole.
 
 numba invalidates a function's cache entry when *its own* source file changes, not when a file it
@@ -25,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cf_env.tools.cli import HelpFormatter
+
 
 def _rules_and_observations() -> None:
     from cf_env.core.config import ChickenFootConfig
@@ -41,6 +44,18 @@ def _rules_and_observations() -> None:
     batch.step_games(np.array([0], np.int64), np.array([int(np.flatnonzero(mask[0])[0])], np.int64))
     out = np.zeros(2, np.int64)
     batch_random_actions(batch.legal(), np.zeros(2), out)
+
+
+def _engine() -> None:
+    from cf_env.core.engine import Engine
+    from cf_env.core.observation import Encoder
+
+    engine = Engine(seed=0, auto_deal=False)  # one_new_game, one_step, one_deal, one_observe
+    Encoder(engine.config).observe(engine, 0)
+    engine.restore(engine.snapshot())  # one_sync
+    while not engine.between_rounds:
+        engine.step(engine.legal_actions()[0])
+    engine.deal_next()
 
 
 def _bots() -> None:
@@ -61,7 +76,7 @@ def _search() -> None:
     load_policy("ismcts:20", ChickenFootConfig(), seed=0).act(env.observe(env.agent_selection))
 
 
-PARTS = (_rules_and_observations, _bots, _search)
+PARTS = (_rules_and_observations, _engine, _bots, _search)
 
 
 def clean_cache(package: Path) -> int:
@@ -75,7 +90,8 @@ def clean_cache(package: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cf_env.tools.compile",
-                                     description=__doc__.split("\n\n")[0])
+                                     description=__doc__.split("\n\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--part", type=int, choices=range(len(PARTS)),
                         help="compile one part in this process (the children's flag)")
     parser.add_argument("--clean", action="store_true",

@@ -55,8 +55,14 @@ def slot_values(engine: Engine) -> dict:
         value = getattr(engine, name)
         if name == "_values":  # a cache of `playable_values()` (`clone` drops it)
             continue
+        if name == "_st":  # views of `game.buffer`, compared below
+            continue
         if name == "rng":
             value = value.bit_generator.state
+        elif name == "game":
+            value = value.buffer.tolist()
+        elif isinstance(value, memoryview):
+            value = value.tobytes()
         elif isinstance(value, np.ndarray):
             value = value.tolist()
         elif name == "arms":
@@ -80,6 +86,7 @@ def test_i14_copy_from_equals_clone_slot_by_slot(fields):
             value = getattr(work, name)
             if isinstance(value, (list, bytearray, dict, Arm)) and name not in ("_deal_slices",):
                 assert value is not getattr(engine, name) or not value, name
+        assert not np.shares_memory(work.game.buffer, engine.game.buffer)
         while not work.game_over and work.round == engine.round:
             work.step(work.legal_actions()[0])
         assert slot_values(engine) == before
@@ -424,7 +431,7 @@ def test_i14_time_budget_runs_iterations_until_the_cpu_time_is_spent():
 def test_i14_evaluate_cli_plays_the_new_specs(tmp_path, capsys):
     out = tmp_path / "eval.json"
     evaluate_main(["--agent", f"guided:{CKPT}:4", "--opponents", "heuristic,ismcts:ms=2",
-                   "--players", "4", "--deals", "2", "--single-round", "--seed", "1",
+                   "--mixed", "--players", "4", "--deals", "2", "--single-round", "--seed", "1",
                    "--out", str(out), "--no-progress"])
     result = json.loads(out.read_text())
     labels = [p["name"] for p in result["policies"]]

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 import cf_env
 from cf_env import ChickenFootConfig, Engine
 from cf_env.core.config import SUPPORTED_SETS, DriverOptions, default_hand_size, max_players
-from cf_env.core.observation import Encoder, SeatView
+from cf_env.core.observation import Encoder
 from cf_env.tools import reference
 from cf_env.tools.reference import RefRound, pairs_of
 from cf_env.viz.render import render_text
@@ -301,24 +301,29 @@ def test_snapshot_json_restore_continues_identically(cfg, opts, seed, policy_see
 @pytest.mark.slow
 @settings(FUZZ, max_examples=40)
 @given(cfg=configs(), opts=driver_options, seed=seeds, policy_seed=seeds)
-def test_seat_view_equals_a_fresh_observation_every_call(cfg, opts, seed, policy_seed):
-    """The incrementally kept observation (`SeatView`) is `Encoder.observe`, call after call:
-    across rounds, games, seat changes, restores (also of another game into the same engine)
-    and clones, with one view per seat and one view that hops between seats."""
+def test_the_compiled_observation_is_the_numpy_encoding_every_call(cfg, opts, seed, policy_seed):
+    """`Encoder.observe` (written by the compiled core for an engine in play) is
+    `Encoder.encode` (the layout's numpy definition) for every seat, call after call: across
+    rounds, games, restores (also of another game into the same engine) and clones; written into
+    a caller's row too, and a returned array is the caller's own."""
     engine, encoder = Engine(cfg, seed=seed, skip_forced=opts.skip_forced), Encoder(cfg)
     n = cfg.num_players
-    views, hopping = [SeatView(encoder) for _ in range(n)], SeatView(encoder)
+    row = np.full(encoder.layout.size, np.nan, np.float32)
     policy = np.random.default_rng(policy_seed)
     saved = engine.snapshot()
+    kept = None
     for _ in range(600):
         seat_now = int(policy.integers(n))
-        for seat, view in enumerate(views):
-            if policy.random() < 0.5:  # views skip calls: several actions between updates
+        for seat in range(n):
+            if policy.random() < 0.5:  # seats skip calls: several actions between them
                 continue
-            got = view.observe(engine, seat)
-            np.testing.assert_array_equal(got, encoder.observe(engine, seat))
-            got[:] = 7  # a returned array is the caller's: the view must not depend on it
-        np.testing.assert_array_equal(hopping.observe(engine, seat_now), encoder.observe(engine, seat_now))
+            got = encoder.observe(engine, seat)
+            np.testing.assert_array_equal(got, encoder.encode(engine, seat))
+            if kept is not None:
+                kept[:] = 7  # an earlier returned array is the caller's: nothing depends on it
+            kept = got
+        assert encoder.observe(engine, seat_now, row) is row
+        np.testing.assert_array_equal(row, encoder.encode(engine, seat_now))
         roll = policy.random()
         if engine.game_over or roll < 0.01:
             engine.reset(int(policy.integers(2**31)))

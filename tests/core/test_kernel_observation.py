@@ -1,10 +1,10 @@
 """Observations written by the compiled batched core (`cf_env.core.kernel.batch_observe`) against
-the reference encoder (`Encoder.observe`, and `SeatView.observe`, which the env and the training
-collector call for the acting seat).
+the reference encoding (`Encoder.encode`, numpy over the engine's public fields) and the
+engine's own compiled observation (`Encoder.observe` / `SeatView.observe`, which the envs call).
 
 * Differential: the games of tests/core/test_kernel.py's differential (its random configs, every
   variant field, and its game driver) with, at every decision, the kernel's observation row for
-  the seat to move compared bit for bit with the Encoder's and the SeatView's; a finished game's
+  the seat to move compared bit for bit with `Encoder.encode`'s and the SeatView's; a finished game's
   row is all zero.
 * `KernelBatch.load`: positions reached by an Engine, loaded into a batch, observe the same.
 * The same functions as plain Python: a small differential run under NUMBA_DISABLE_JIT=1.
@@ -26,7 +26,8 @@ from cf_env.core.observation import Encoder, SeatView, observation_layout
 
 class ObservationCheck:
     """The `check` of test_kernel.differential: every live game's observation row against
-    Encoder.observe and the acting seat's SeatView (one per seat, kept across the game)."""
+    `Encoder.encode` (the numpy definition) and the engine's own compiled observation
+    (`Encoder.observe`, through a SeatView per seat, kept across the game)."""
 
     def __init__(self, config: ChickenFootConfig, num_games: int):
         self.encoder = Encoder(config)
@@ -46,7 +47,7 @@ class ObservationCheck:
                 self.seen["finished_rows"] += 1
                 continue
             seat = engine.current
-            ref = self.encoder.observe(engine, seat)
+            ref = self.encoder.encode(engine, seat)
             if not np.array_equal(obs[i], ref):
                 wrong = [name for name, sl in s.items() if not np.array_equal(obs[i, sl], ref[sl])]
                 raise AssertionError(f"{batch.config} game {i} decision {len(engine.history)} "
@@ -62,7 +63,7 @@ class ObservationCheck:
         obs = batch.observe(self.out, seats=others)
         for i, engine in enumerate(engines):
             if not engine.game_over:
-                assert np.array_equal(obs[i], self.encoder.observe(engine, int(others[i])))
+                assert np.array_equal(obs[i], self.encoder.encode(engine, int(others[i])))
                 self.seen["other_seat"] += 1
 
 

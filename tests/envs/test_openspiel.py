@@ -16,6 +16,7 @@ import cf_env  # noqa: E402
 from cf_env import ChickenFootConfig, Engine  # noqa: E402
 from cf_env.agents.policies import load_policy  # noqa: E402
 from cf_env.core.observation import observation_layout  # noqa: E402
+from cf_env.core.scoring import r13_winners  # noqa: E402
 from cf_env.envs import openspiel_game as og  # noqa: E402
 from cf_env.tools import openspiel_bots as osb  # noqa: E402
 
@@ -324,7 +325,7 @@ def test_i15_returns_are_r13_zero_sum():
         assert state.returns() == [0.0] * 4
         state.apply_action(random_action(state, rng))
     engine = state._core.engine
-    assert engine.winners == engine._winners()
+    assert engine.winners == r13_winners(engine.scores, engine.config.tie_break)
     assert state.returns() == og.r13_returns(4, engine.winners)
     assert abs(sum(state.returns())) < 1e-12
     assert game.min_utility() == pytest.approx(-1 / 3) and game.max_utility() == 1.0

@@ -109,6 +109,9 @@ def test_load_state_never_unpickles_a_hostile_dict_and_rebuilds_from_history(tmp
     def refuse(*args, **kwargs):
         raise AssertionError("load_state unpickled or used OpenSpiel's reader")
 
+    # The compiled core's functions are loaded from numba's cache (our own build files, read
+    # with pickle) at their first use in a process: use them once before refusing pickle.
+    assert_same_state(og.load_state(pyspiel.serialize_game_and_state(game, state))[1], state)
     # Neither Python's unpickler (which OpenSpiel's C++ reader calls) nor OpenSpiel's readers.
     monkeypatch.setattr(pickle, "loads", refuse)
     monkeypatch.setattr(pickle, "load", refuse)
