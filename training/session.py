@@ -20,7 +20,7 @@ from cf_env.core import atomic
 
 from . import checkpoints as ckpt
 from .config import TrainConfig
-from .plot import load_evals
+from .plot import load_evals, plot_run
 from .provenance import create_run_dir, git_revision, package_versions, read_run_info
 
 PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "stable-baselines3", "sb3-contrib")
@@ -141,18 +141,21 @@ def evaluate_checkpoint(path: Path, rules: ChickenFootConfig, config: TrainConfi
         console.say(f"[training.ppo] evaluation at step {steps} failed:\n{traceback.format_exc()}")
         return None
     atomic.append_lines(path.parent.parent / "evals.jsonl", [json.dumps(line) for line in lines])
-    console.say(f"step {steps:,}: {_describe_evals(lines)}")
+    console.say(f"step {steps:,} of {config.total_steps:,}: "
+                f"{_describe_evals(lines, rules.num_players)}")
     return metrics
 
 
-def _describe_evals(lines: list[dict]) -> str:
-    """One evaluation (its evals.jsonl lines) in words: win rates with their 95% intervals."""
+def _describe_evals(lines: list[dict], players: int) -> str:
+    """One evaluation (its evals.jsonl lines) in words: win rates with their 95% intervals,
+    against what an agent no better than its opponents wins (ties split: 1 / players)."""
     unit = "single-round" if lines[0]["single_round"] else "game"
     rates = ", ".join(
         f"{e['win_rate']['mean']:.1%} [{e['win_rate']['ci_low']:.1%}, {e['win_rate']['ci_high']:.1%}]"
-        f" vs {e['opponent']}" for e in lines
+        f" vs {players - 1}× {e['opponent']}" for e in lines
     )
-    return f"win rate {rates} ({lines[0]['deals']} duplicate {unit} deals)"
+    return (f"win rate {rates} ({lines[0]['deals']} duplicate {unit} deals; parity, an agent "
+            f"as good as its opponents, wins {1 / players:.0%})")
 
 
 # ------------------------------------------------------------------------------- summary
@@ -175,12 +178,15 @@ def summary(run_dir: Path, config: TrainConfig, result: TrainResult, first_step:
         f"{_duration(total_s)} of training in all)"
     ]
     evals = load_evals(run_dir)
+    players = config.rules().num_players
     last = max((e[-1]["steps"] for e in evals.values()), default=None)
     if last is None:
         lines.append("last evaluation: none (eval.every_steps is 0)")
     else:
         latest = [e[-1] for e in evals.values() if e[-1]["steps"] == last]
-        lines.append(f"last evaluation, step {last:,}: {_describe_evals(latest)}")
+        lines.append(f"last evaluation, step {last:,}: {_describe_evals(latest, players)}")
+        curve = plot_run(run_dir, run_dir / "curve.png")
+        lines.append(f"learning curve: {curve}")
     if result.failed_evals:
         lines.append(f"{result.failed_evals} evaluation(s) FAILED this session (errors above); "
                      "the command exits 1")
@@ -190,9 +196,28 @@ def summary(run_dir: Path, config: TrainConfig, result: TrainResult, first_step:
         pointer = json.loads(best.read_text())
         best_note = f"; best: {pointer.get('path')} ({pointer.get('metric')} {pointer.get('value')})"
     lines.append(f"checkpoint: {result.checkpoint}{best_note}")
-    lines.append(f"play it as ppo:{run_dir}; train on with python -m training.ppo --resume "
-                 f"{run_dir} --set total_steps=<more>")
+    lines += next_commands(run_dir)
     return "\n".join(lines)
+
+
+def next_commands(run_dir: Path) -> list[str]:
+    """The commands to run next on a finished run, ready to paste (its rules come from the
+    checkpoint's card: no rules flags needed)."""
+    agent, games = f"ppo:{run_dir}", run_dir / "games"
+    from .evaluate import record_name  # (evaluate imports the training stack)
+
+    return [
+        "next:",
+        f"  evaluate (2000 duplicate deals per bot): python -m training.evaluate --agent {agent} "
+        "--opponents greedy,heuristic --single-round --deals 2000",
+        f"  play against it:   python -m cf_env.play --opponents {agent}",
+        f"  watch a game:      python -m training.evaluate --agent {agent} --opponents greedy "
+        f"--single-round --deals 2 --record {games} && python -m cf_env.replay "
+        f"{games / record_name(0, 0, 2)} --out {run_dir / 'game.gif'}",
+        f"  ship it:           python -m training.ship {run_dir} checkpoints/<name>",
+        f"  its curves live:   tensorboard --logdir {run_dir / 'tb'}",
+        f"  train on:          python -m training.ppo --resume {run_dir} --set total_steps=<more>",
+    ]
 
 
 def step_text(steps: int, total: int) -> str:

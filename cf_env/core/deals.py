@@ -34,7 +34,9 @@ Two situations leave the exact method:
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -270,3 +272,67 @@ class DealSampler:
                         taken[i] = True
                         hands[k].append(t)
         return hands, [t for i, t in enumerate(tiles) if not taken[i]]
+
+
+def redeal_rows(engine, hands: Sequence[Sequence[int]], boneyard: Sequence[int]) -> list[bytes]:
+    """The hands of a re-deal of `engine`'s hidden tiles (`Engine.redeal`) as rows of its 0/1
+    hand board (`count` bytes per seat), once checked: it keeps everything public (every hand's
+    size, the boneyard's size, the table: each tile off the table dealt exactly once, R1, R3)
+    and a drawn tile in the hand of the seat that drew it (R8). Raises `ValueError` naming the
+    problem."""
+    n, count = engine.config.num_players, engine.config.num_tiles
+    if len(hands) != n:
+        raise ValueError(f"redeal: {len(hands)} hands given for {n} seats")
+    sizes = engine.hand_counts
+    for seat, hand in enumerate(hands):
+        if len(hand) != sizes[seat]:
+            raise ValueError(
+                f"redeal: hand {seat} gets {len(hand)} tiles but holds "
+                f"{sizes[seat]} (hand sizes are public and stay as they are)"
+            )
+    stock = len(engine.boneyard)
+    if len(boneyard) != stock:
+        raise ValueError(f"redeal: the boneyard gets {len(boneyard)} tiles but holds {stock}")
+    # Each place's tiles as one int with byte t set to 1 for tile t: the layout of the board, so
+    # a hand's row is its int's bytes, and the check is one sum: every byte of (deal + table)
+    # must be exactly 1.
+    spread = _byte_spread(count)
+    try:
+        rows = [sum(map(spread.__getitem__, hand)) for hand in hands]
+        dealt = sum(rows) + sum(map(spread.__getitem__, boneyard))
+    except (KeyError, TypeError):
+        dealt = -1
+    table = int.from_bytes(engine.on_table.tobytes(), "little")
+    if dealt < 0 or dealt + table != spread[count]:
+        raise ValueError(_redeal_error(engine, hands, boneyard))
+    drawn, current = engine.drawn_tile, engine.current
+    if drawn >= 0 and not rows[current] >> 8 * drawn & 1:
+        raise ValueError(
+            f"redeal: the drawn tile {list(engine.tables.pairs[drawn])} must stay in "
+            f"the hand of seat {current}, which drew it (R8)"
+        )
+    return [row.to_bytes(count, "little") for row in rows]
+
+
+def _redeal_error(engine, hands: Sequence[Sequence[int]], boneyard: Sequence[int]) -> str:
+    """What is wrong with a deal `redeal_rows` refused (the slow path: names the first culprit)."""
+    count, seen = engine.config.num_tiles, {}
+    for place, tiles in [*((f"hand {s}", h) for s, h in enumerate(hands)), ("the boneyard", boneyard)]:
+        for t in tiles:
+            if type(t) is not int or not 0 <= t < count:
+                return f"redeal: {place} names {t!r}, not a tile id (an int 0..{count - 1})"
+            pair = list(engine.tables.pairs[t])
+            if engine.on_table[t]:
+                return f"redeal: {place} names tile {pair}, which is on the table (public)"
+            if t in seen:
+                return f"redeal: tile {pair} is dealt twice ({seen[t]} and {place})"
+            seen[t] = place
+    return "redeal: the deal does not hold exactly the tiles off the table"
+
+
+@functools.cache
+def _byte_spread(count: int) -> dict[int, int]:
+    """{tile id: 1 << 8 * id} for ids 0..count-1, and [count]: every tile's byte set."""
+    spread = {t: 1 << 8 * t for t in range(count)}
+    spread[count] = int.from_bytes(b"\x01" * count, "little")
+    return spread

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import bisect
 import copy
-import functools
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 import numpy as np
 
@@ -36,33 +34,11 @@ from cf_env.core import kernel
 from cf_env.core import snapshot as snapshot_format
 from cf_env.core.actions import IllegalActionError, actions_in, describe
 from cf_env.core.config import ChickenFootConfig
-from cf_env.core.layout import Arm
+from cf_env.core.deals import redeal_rows
+from cf_env.core.layout import Arm, Placement
 from cf_env.core.scoring import r13_key as r13_key  # (its old home: importable from here)
 from cf_env.core.snapshot import SNAPSHOT_KEYS, SNAPSHOT_VERSION, SNAPSHOT_VERSIONS, SnapshotError
-from cf_env.core.tiles import TileTables, tile_tables
-
-
-class Placement(NamedTuple):
-    """Where a tile action puts its tile (`Engine.placement`), by R6, R7 or R9.
-
-    `rule` is the rule that places it now: "R9" a toe of the pending chicken foot, "R7" an empty
-    arm of the centre double, "R6" the oldest open arm tip of the attached value. `arm` is the
-    index in `engine.arms` the tile lands on (`len(engine.arms)` when it starts a new arm:
-    `new_arm`), `parent` that arm's parent (-1: the centre double; else the arm that ends in the
-    foot's double). `toe` numbers the toe (1..toes) under R9, else 0. `leaves_open` is the value
-    the tile leaves open: its free end, or -1 for a double, which closes its arm and starts a
-    chicken foot (R9)."""
-
-    tile: int
-    attached: int
-    free_end: int
-    rule: str
-    arm: int
-    parent: int
-    new_arm: bool
-    toe: int
-    leaves_open: int
-
+from cf_env.core.tiles import TileTables, tile_ids, tile_tables
 
 # The state's scalar fields, read as attributes of the engine (a game of one: index 0).
 _SCALARS = ("current", "round", "center", "start_seat", "drawn_tile", "foot_value", "toes_left",
@@ -221,7 +197,7 @@ class Engine:
     def _deal_order(self, order: Sequence[int], what: str) -> list[int]:
         """`order` as a list of tile ids holding each tile once (R1), or `ValueError`."""
         count = self._num_tiles
-        tiles = _tile_ids(order, count, f"{what}: order")
+        tiles = tile_ids(order, count, f"{what}: order")
         if sorted(tiles) != list(range(count)):
             repeated = sorted({t for t in tiles if tiles.count(t) > 1})
             missing = sorted(set(range(count)) - set(tiles))
@@ -236,7 +212,7 @@ class Engine:
         other tiles keep their order after them. Only the hidden order of the boneyard changes:
         nothing public, nothing legal. Raises `ValueError` (engine unchanged) unless the tiles
         are distinct and all in the boneyard."""
-        chosen = _tile_ids(tiles, self._num_tiles, "set_next_draws: tiles")
+        chosen = tile_ids(tiles, self._num_tiles, "set_next_draws: tiles")
         stock = self._st.boneyard[0, self._st.bone_pos[0] :]  # drawn from the front
         outside = [t for t in chosen if t not in set(stock.tolist())]
         if outside or len(set(chosen)) != len(chosen):
@@ -375,24 +351,25 @@ class Engine:
         return self._settle(finished) if self.skip_forced else finished
 
     def _apply(self, action: int) -> list[list[int]]:
-        """Apply a legal action: the layout first (it reads the phase before the move), then
-        the compiled rules (R8–R11), then the round's end."""
-        st = self._st
-        self.history.append((int(st.round[0]), int(st.current[0]), action))
+        """Apply a legal action: the compiled rules (R8–R11), then the layout (in the phase of
+        play the move was made in), then the round's end."""
+        code = kernel.one_step(self.game.buffer, self.game.table_buffer, action)
+        self.history.append((code >> 10, code >> 4 & 63, action))
         if action < self._draw_action:
-            self._lay(action)
-        ended = kernel.one_step(self.game.buffer, self.game.table_buffer, action)
+            self._lay(action, code >> 1 & 3, code & 8)
         self._legal = None
-        return [self._end_round()] if ended else []
+        return [self._end_round()] if code & 1 else []
 
-    def _lay(self, action: int) -> None:
-        """Lay the tile of `action` where `placement` says (R6, R7, R9) in the layout."""
+    def _lay(self, action: int, phase: int, filled: int) -> None:
+        """Lay the tile of `action` in the layout, where `placement` said it would go in that
+        phase (`kernel.PHASE_*`); `filled`: it was the foot's last toe (R10)."""
         tile, attached, free_end = self._halves(action)
-        arms, phase = self.arms, self._phase()
-        if phase != "R6":  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
+        arms = self.arms
+        if phase != kernel.PHASE_R6:  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
             arm = len(arms)
-            arms.append(Arm(self._foot_arm if phase == "R9" else -1, [(tile, attached)], free_end))
-            if phase == "R9" and self._st.toes_left[0] == 1:  # R10: the foot is filled
+            arms.append(Arm(self._foot_arm if phase == kernel.PHASE_R9 else -1, [(tile, attached)],
+                            free_end))
+            if filled:
                 self._foot_arm = -1
         else:  # R6: extend the oldest open arm tip of that value
             arm = self.tip_arms[attached].pop(0)
@@ -543,60 +520,14 @@ class Engine:
         tests restore each re-dealt engine's snapshot). Raises `ValueError` naming the problem,
         the engine unchanged. Nothing is settled afterwards: a re-dealt position is one the
         real game could be in, and the acting seat's legal set is recomputed on demand."""
-        n, count = self.config.num_players, self._num_tiles
-        if len(hands) != n:
-            raise ValueError(f"redeal: {len(hands)} hands given for {n} seats")
-        sizes = self.hand_counts
-        for seat, hand in enumerate(hands):
-            if len(hand) != sizes[seat]:
-                raise ValueError(
-                    f"redeal: hand {seat} gets {len(hand)} tiles but holds "
-                    f"{sizes[seat]} (hand sizes are public and stay as they are)"
-                )
-        stock = self._st.boneyard[0, self._st.bone_pos[0] :]
-        if len(boneyard) != len(stock):
-            raise ValueError(
-                f"redeal: the boneyard gets {len(boneyard)} tiles but holds {len(stock)}"
-            )
-        # Each place's tiles as one int with byte t set to 1 for tile t: the layout of the
-        # boards, so a hand's row is its int's bytes, and the check is one sum: every byte of
-        # (deal + table) must be exactly 1 (each tile dealt once, none from the table, R1, R3).
-        spread = _byte_spread(count)
-        try:
-            rows = [sum(map(spread.__getitem__, hand)) for hand in hands]
-            dealt = sum(rows) + sum(map(spread.__getitem__, boneyard))
-        except (KeyError, TypeError):
-            dealt = -1
-        table = int.from_bytes(self.on_table.tobytes(), "little")
-        if dealt < 0 or dealt + table != spread[count]:
-            raise ValueError(self._redeal_error(hands, boneyard))
-        drawn = self.drawn_tile
-        if drawn >= 0 and not rows[self.current] >> 8 * drawn & 1:
-            raise ValueError(
-                f"redeal: the drawn tile {list(self.tables.pairs[drawn])} must stay in "
-                f"the hand of seat {self.current}, which drew it (R8)"
-            )
+        rows = redeal_rows(self, hands, boneyard)
+        count = self._num_tiles
         board = self._held_bytes
         for seat, row in enumerate(rows):
-            board[seat * count : (seat + 1) * count] = row.to_bytes(count, "little")
-        stock[:] = boneyard
+            board[seat * count : (seat + 1) * count] = row
+        self._st.boneyard[0, self._st.bone_pos[0] :] = boneyard
         kernel.one_sync(self.game.buffer, self.game.table_buffer)
         self._legal = None
-
-    def _redeal_error(self, hands: Sequence[Sequence[int]], boneyard: Sequence[int]) -> str:
-        """What is wrong with a deal `redeal` refused (the slow path: names the first culprit)."""
-        count, seen = self._num_tiles, {}
-        for place, tiles in [*((f"hand {s}", h) for s, h in enumerate(hands)), ("the boneyard", boneyard)]:
-            for t in tiles:
-                if type(t) is not int or not 0 <= t < count:
-                    return f"redeal: {place} names {t!r}, not a tile id (an int 0..{count - 1})"
-                pair = list(self.tables.pairs[t])
-                if self.on_table[t]:
-                    return f"redeal: {place} names tile {pair}, which is on the table (public)"
-                if t in seen:
-                    return f"redeal: tile {pair} is dealt twice ({seen[t]} and {place})"
-                seen[t] = place
-        return "redeal: the deal does not hold exactly the tiles off the table"
 
     # ------------------------------------------------------------------ snapshot / restore
     def snapshot(self) -> dict:
@@ -654,25 +585,6 @@ def _deal_next_round(buffer: np.ndarray, table_buffer: np.ndarray) -> None:
     kernel.one_deal(buffer, table_buffer, True)
 
 
-def _tile_ids(values: object, count: int, what: str) -> list[int]:
-    """`values` as a list of plain tile ids 0..count-1 (numpy integers accepted)."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise ValueError(f"{what} must be a sequence of tile ids; got {values!r}")
-    ids = list(values)
-    for t in ids:
-        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)) or not 0 <= t < count:
-            raise ValueError(f"{what}: {t!r} is not a tile id (an int 0..{count - 1})")
-    return [int(t) for t in ids]
-
-
-@functools.cache
-def _byte_spread(count: int) -> dict[int, int]:
-    """{tile id: 1 << 8 * id} for ids 0..count-1, and [count]: every tile's byte set."""
-    spread = {t: 1 << 8 * t for t in range(count)}
-    spread[count] = int.from_bytes(b"\x01" * count, "little")
-    return spread
-
-
 def _readonly(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.flags.writeable = False
@@ -680,13 +592,5 @@ def _readonly(array: np.ndarray) -> np.ndarray:
 
 
 # The snapshot format's names (`cf_env.core.snapshot`) stay importable from here.
-__all__ = [
-    "SNAPSHOT_KEYS",
-    "SNAPSHOT_VERSION",
-    "SNAPSHOT_VERSIONS",
-    "Arm",
-    "Engine",
-    "IllegalActionError",
-    "Placement",
-    "SnapshotError",
-]
+__all__ = ["SNAPSHOT_KEYS", "SNAPSHOT_VERSION", "SNAPSHOT_VERSIONS", "Arm", "Engine",
+           "IllegalActionError", "Placement", "SnapshotError"]

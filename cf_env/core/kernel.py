@@ -1,11 +1,14 @@
 """A compiled, batched rules core: N Chicken Foot games as one struct-of-arrays value, stepped by
 numba `@njit(cache=True)` functions written once for every variant `ChickenFootConfig` allows.
 
-`Engine` (cf_env/core/engine.py) is the reference: game i of a batch seeded s plays exactly the game
-`Engine(config, seed=s)` plays given the same actions (same deals, draws, legal sets, round
-points, winners), with the engine's defaults (`auto_deal=True`, `skip_forced=False`): a round's
-end deals the next round at once, and forced decisions are asked like any other.
-tests/core/test_kernel.py checks this game by game against Engine over random configs.
+This is where the rules are stated: the single-game `Engine` (cf_env/core/engine.py) is a facade
+over one game of it (`GameBuffer` and the `one_*` entry points, at the end), and the independent
+oracle the tests hold it to is cf_env/tools/reference.py. Game i of a batch seeded s plays
+exactly the game `Engine(config, seed=s)` plays given the same actions (same deals, draws, legal
+sets, round points, winners), with the engine's defaults (`auto_deal=True`,
+`skip_forced=False`): a round's end deals the next round at once, and forced decisions are asked
+like any other. tests/core/test_kernel.py checks this game by game against Engine over random
+configs (the batch's own chance handling, auto-deal and per-game loops against the engine's).
 
 Chance ("same seed, same games")
 --------------------------------
@@ -672,7 +675,7 @@ def apply_action(st, tb, i, action):
     went_out = False
     if action == tb.params[P_DRAW]:
         # The seat showed it holds none of the playable values; the draw adds an unseen tile,
-        # so what it showed before is dropped (as Engine._apply).
+        # so what it showed before is dropped.
         for v in range(st.voids.shape[2]):
             st.voids[i, seat, v] = False
         _mark_voids(st, i, seat)
@@ -994,7 +997,7 @@ class KernelBatch:
             rng = np.random.default_rng(seed)
             self.rngs[game] = rng
             self._ahead[game] = rng.permuted(self._rows, axis=1)
-            perms[j] = self._ahead[game, 0]  # R3/R4: round 0's shuffle, as Engine._start_round
+            perms[j] = self._ahead[game, 0]  # R3/R4: round 0's shuffle, as Engine.reset draws it
         self._ahead_pos[games] = 1
         batch_reset(self.state, self.tables, games, perms)
         self.refill()
@@ -1307,17 +1310,28 @@ def one_deal(sb, tbuf, next_round):
     legal_into(st, tb, 0, legal)
 
 
+# What `one_step` returns besides the round's end: the phase the move was made in.
+PHASE_R6, PHASE_R7, PHASE_R9 = 0, 1, 2
+
+
 @jit
 def one_step(sb, tbuf, action):
-    """Apply `action` if it is legal: -1 when it is not (nothing changed), else 1 when it ended
-    a round (the game is then over, or waits for `one_deal`) and 0 otherwise."""
+    """Apply `action` if it is legal. Returns -1 when it is not (nothing changed), else a code
+    for the wrapper's records: bit 0 the move ended a round (the game is then over, or waits
+    for `one_deal`); bits 1-2 the phase of play it was made in (PHASE_*: R6, R7 or R9, as
+    `_attach_word` decides); bit 3 it filled the pending foot (R10); bits 4-9 the seat that
+    moved; the bits from 10 the round it was made in."""
     st, tb, legal = _unpack(sb, tbuf)
     if not is_legal(st, tb, 0, action):
         return -1
+    phase = PHASE_R9 if st.foot_value[0] >= 0 else PHASE_R7 if st.spinner_empty[0] > 0 else PHASE_R6
+    code = (st.round[0] << 10) | (st.current[0] << 4) | (phase << 1)
     st.round_ended[0] = False
     apply_action(st, tb, 0, action)
     legal_into(st, tb, 0, legal)
-    return 1 if st.round_ended[0] else 0
+    if phase == PHASE_R9 and st.foot_value[0] < 0:
+        code |= 8
+    return code | (1 if st.round_ended[0] else 0)
 
 
 @jit

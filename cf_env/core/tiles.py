@@ -91,3 +91,14 @@ def tile_tables(max_pips: int) -> TileTables:
         tile_bits=tile_bits,
         attach_bits=attach_bits,
     )
+
+
+def tile_ids(values: object, count: int, what: str) -> list[int]:
+    """`values` as a list of plain tile ids 0..count-1 (numpy integers accepted)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{what} must be a sequence of tile ids; got {values!r}")
+    ids = list(values)
+    for t in ids:
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)) or not 0 <= t < count:
+            raise ValueError(f"{what}: {t!r} is not a tile id (an int 0..{count - 1})")
+    return [int(t) for t in ids]

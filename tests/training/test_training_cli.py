@@ -279,10 +279,29 @@ def test_i12_13_failed_evaluations_make_the_command_exit_1(tmp_path, monkeypatch
 def test_i12_14_a_new_run_says_where_it_is_and_sums_up(base_run):
     run, err = base_run
     assert f"starting run {run} at step 0 of 128" in err
-    assert "step 128: win rate" in err and "vs greedy (4 duplicate single-round deals)" in err
+    assert "step 128 of 128: win rate" in err
+    assert "vs 3× greedy (4 duplicate single-round deals; parity, an agent as good as its " \
+        "opponents, wins 25%)" in err
     assert f"run {run} done: step 128 of 128 (128 steps this session in" in err
     assert "last evaluation, step 128: win rate" in err
     assert f"checkpoint: {run / 'checkpoints' / 'step_000000128'}" in err
+    # The curve is drawn, and the next commands name this run and files that exist.
+    assert f"learning curve: {run / 'curve.png'}" in err and (run / "curve.png").stat().st_size
+    assert f"python -m training.evaluate --agent ppo:{run} --opponents greedy,heuristic" in err
+    assert f"python -m cf_env.play --opponents ppo:{run}" in err
+    assert f"python -m training.ship {run} checkpoints/<name>" in err
+    assert f"tensorboard --logdir {run / 'tb'}" in err and (run / "tb").is_dir()
+
+
+@pytest.mark.slow
+def test_the_watch_command_a_run_prints_writes_a_gif(base_run):
+    """The "watch a game" line of a run's summary runs as printed and leaves a GIF."""
+    run, err = base_run
+    line = next(x for x in err.splitlines() if x.strip().startswith("watch a game:"))
+    command = line.split(":", 1)[1].strip().replace("python -m", f"{sys.executable} -m")
+    done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (run / "game.gif").read_bytes()[:6] == b"GIF89a"
 
 
 @pytest.mark.slow
