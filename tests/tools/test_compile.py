@@ -17,7 +17,8 @@ from cf_env.core import kernel
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = [kernel.batch_step, kernel.batch_legal, kernel.batch_observe,
                 kernel.batch_privileged, kernel.games_step, kernel.batch_reset,
-                kernel_bots.batch_advance, kernel_search.search]
+                kernel.one_new_game, kernel.one_deal, kernel.one_step, kernel.one_sync,
+                kernel.one_observe, kernel_bots.batch_advance, kernel_search.search]
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing compiles")
@@ -47,7 +48,8 @@ def test_compile_tool_reports_a_failing_part_and_exits_1(monkeypatch, capsys):
 
     monkeypatch.setattr(tool.subprocess, "Popen", Failed)
     assert tool.main([]) == 1
-    assert "error: compiling part(s) [0, 1, 2] failed" in capsys.readouterr().err
+    every = list(range(len(tool.PARTS)))
+    assert f"error: compiling part(s) {every} failed" in capsys.readouterr().err
 
 
 def test_clean_removes_numba_cache_files_only(tmp_path):
