@@ -5,7 +5,7 @@
     env.reset(seed=0)
 
 The subpackages are the layers, lowest first; each imports only from its own layer and those
-listed before it (`tests/test_i16_architecture.py` checks this and that no imports form a cycle):
+listed before it (`tests/test_architecture.py` checks this and that no imports form a cycle):
 
 - `core`: the rules (`config`), the id contracts (`tiles`, `actions`), the `engine` (the only code
   that changes game state) with its `layout` types and `snapshot` format, the `observation`

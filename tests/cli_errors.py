@@ -1,4 +1,4 @@
-"""What every CLI owes a user who typed something wrong (issue 12 item 15): exactly one
+"""What every CLI owes a user who typed something wrong: exactly one
 `error: ...` line on stderr, the agreed exit code, and no traceback."""
 
 from __future__ import annotations

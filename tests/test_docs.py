@@ -1,4 +1,4 @@
-"""docs/rules.md is the repository's copy of the rules (issue 12 item 19).
+"""docs/rules.md is the repository's copy of the rules.
 
 Code, tests and the README cite rules by number (R1–R13); a fresh clone has no shared rule sheet
 beside it, so every number cited must be a rule heading in docs/rules.md, the numbers must keep
@@ -74,7 +74,7 @@ def table_rows(body: str) -> list[list[str]]:
     return rows[2:]
 
 
-def test_i12_19_every_cited_rule_number_is_a_rule_heading():
+def test_every_cited_rule_number_is_a_rule_heading():
     defined = {int(n) for n, _ in RULE_HEADING.findall(rules_text())}
     cited = cited_rules()
     # The scan reads the code: the engine cites the chicken foot rule.
@@ -83,7 +83,7 @@ def test_i12_19_every_cited_rule_number_is_a_rule_heading():
     assert not missing, f"rule numbers cited but not defined in docs/rules.md (first places): {missing}"
 
 
-def test_i12_19_rules_doc_defines_exactly_r1_to_r13_each_with_text():
+def test_rules_doc_defines_exactly_r1_to_r13_each_with_text():
     text = rules_text()
     numbers = [int(n) for n, _ in RULE_HEADING.findall(text)]
     assert numbers == list(range(1, 14)), f"rule headings in order, once each; got {numbers}"
@@ -94,13 +94,13 @@ def test_i12_19_rules_doc_defines_exactly_r1_to_r13_each_with_text():
             assert len(body.split()) >= 20, f"{heading!r} has almost no text: {body!r}"
 
 
-def test_i12_19_rule_numbers_keep_their_meanings():
+def test_rule_numbers_keep_their_meanings():
     titles = {int(n): title.lower() for n, title in RULE_HEADING.findall(rules_text())}
     wrong = {f"R{n}": titles.get(n) for n, word in MEANINGS.items() if word not in titles.get(n, "")}
     assert not wrong, f"headings that lost their rule's meaning (expected words {MEANINGS}): {wrong}"
 
 
-def test_i12_19_rules_doc_internal_links_resolve():
+def test_rules_doc_internal_links_resolve():
     text = rules_text()
     # GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens.
     anchors = {
@@ -111,7 +111,7 @@ def test_i12_19_rules_doc_internal_links_resolve():
     assert set(links) <= anchors, f"links to missing sections: {set(links) - anchors}"
 
 
-def test_i12_19_hand_size_table_matches_the_config_defaults():
+def test_rules_doc_hand_size_table_matches_the_config_defaults():
     rows = table_rows(section(rules_text(), "Hand size"))
     documented: dict[int, dict[int, int]] = {}
     for set_cell, spec in rows:
@@ -128,7 +128,7 @@ def test_i12_19_hand_size_table_matches_the_config_defaults():
     assert documented == expected
 
 
-def test_i12_19_variant_fields_exist_with_the_documented_defaults():
+def test_rules_doc_variant_fields_exist_with_the_documented_defaults():
     rows = table_rows(section(rules_text(), "Variants"))
     fields = {f.name for f in dataclasses.fields(ChickenFootConfig) if f.init}
     defaults = ChickenFootConfig()
@@ -136,7 +136,7 @@ def test_i12_19_variant_fields_exist_with_the_documented_defaults():
     for variant, rule, field_cell, default_cell, _ in rows:
         assert re.fullmatch(r"R\d+(, R\d+)*", rule), f"variant {variant!r}: rule cell {rule!r}"
         named = re.fullmatch(r"`(\w+)`", field_cell)
-        if named is None:  # fields another part of issue 12 adds; the README names them
+        if named is None:  # config fields without a cell of their own; the README names them
             assert field_cell == "config field: see README Configuration", field_cell
             continue
         name = named[1]
@@ -150,7 +150,7 @@ def test_i12_19_variant_fields_exist_with_the_documented_defaults():
     assert {"double_blank_value", "tie_break", "num_rounds"} <= set(checked)
 
 
-def test_i12_19_readme_links_to_the_rules_doc():
+def test_readme_links_to_the_rules_doc():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert re.search(r"\]\((\./)?docs/rules\.md(#[\w-]+)?\)", readme), (
         "README.md must link to docs/rules.md (e.g. [docs/rules.md](docs/rules.md)): "

@@ -1,4 +1,4 @@
-"""Every script in examples/ runs with small arguments and does what it says (issue 15 item 4).
+"""Every script in examples/ runs with small arguments and does what it says.
 
 Each example's `main(argv)` returns what it saw; the tests check it against the env's contract:
 every sampled action was in the acting player's mask (the envs also raise on an illegal one), no

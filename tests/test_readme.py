@@ -1,5 +1,5 @@
 """README.md as a newcomer uses it: the Quickstart says how to reach the venv, and every shell
-command shown in a code block pastes into bash as written (issue 12 item 20).
+command shown in a code block pastes into bash as written.
 
 Commands are read from fenced ```bash blocks and from indented (4+ spaces) blocks. A
 `python -m <module>` of ours must name a module that exists, and every `--flag` it passes must be
@@ -70,25 +70,25 @@ def help_text(module_name: str) -> str:
     return out.getvalue()
 
 
-def test_i12_20_commands_were_found():
+def test_readme_parser_finds_the_known_commands():
     # The parser itself must see the README's examples, or the tests below check nothing.
     modules = {name for name, _ in module_commands()}
     assert {"training.ppo", "training.evaluate", "cf_env.replay", "cf_env.play"} <= modules
     assert "make run" in COMMANDS and "make test" in COMMANDS
 
 
-def test_i12_20_quickstart_says_how_to_run_other_commands():
+def test_quickstart_says_how_to_run_other_commands():
     quickstart = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
     assert "source .venv/bin/activate" in quickstart
     assert ".venv/bin/python -m" in quickstart
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_i12_20_readme_commands_have_no_placeholders(command):
+def test_readme_commands_have_no_placeholders(command):
     assert not PLACEHOLDER.search(command), f"README command is not runnable as written: {command}"
 
 
-def test_i12_20_make_targets_exist():
+def test_readme_make_commands_name_makefile_targets():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     targets = set(re.findall(r"^([\w-]+):", makefile, flags=re.M))
     for command in COMMANDS:
@@ -97,7 +97,7 @@ def test_i12_20_make_targets_exist():
 
 
 @pytest.mark.parametrize("module_name", sorted({name for name, _ in module_commands()}))
-def test_i12_20_readme_flags_exist(module_name):
+def test_readme_flags_are_listed_by_each_modules_help(module_name):
     if module_name == "training.rllib_ppo":
         pytest.importorskip("ray", reason="the rllib extra has its own venv (make test-rllib)")
     helped = help_text(module_name)

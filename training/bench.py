@@ -1,4 +1,4 @@
-"""Self-play trainer throughput against the MaskablePPO ceiling, measured in the same run (issue 13).
+"""Self-play trainer throughput against the MaskablePPO ceiling, measured in the same run.
 
     python -m training.bench                 # 5 rounds, default config (about 3 minutes)
     python -m training.bench --rounds 3 --iterations 2 --set selfplay.overlap=true

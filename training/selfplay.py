@@ -1,7 +1,7 @@
 """Self-play masked PPO with a privileged critic: every learner seat of every game learns
 (`algo: selfplay`, the default of `python -m training.ppo`).
 
-Design (issue 13), top to bottom as the code runs:
+Design, top to bottom as the code runs:
 
 1. **Collect** (`training.collector.Collector`): `selfplay.num_games` games stepped in one
    process; every seat is the current policy except a `selfplay.pool_share` of seats played

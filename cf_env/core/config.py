@@ -219,7 +219,8 @@ class ChickenFootConfig:
         return 10.0 * self.max_pips
 
     def __getattr__(self, name: str):
-        # Only reached when normal lookup fails: say where the driver options went (issue 16).
+        # Only reached when normal lookup fails: say where the driver options went (they moved
+        # out of the rules into `DriverOptions`).
         if name in OPTION_FIELDS:
             raise AttributeError(
                 f"{name!r} is a driver option, not a rule: read it from the env's `options` "

@@ -271,7 +271,7 @@ class ObservedState:
 
 class ObservationDecoder:
     """Turns an observation vector back into integers, using only the declared layout (the
-    inverse of `Encoder.observe`: tests/agents/test_i16_agents.py round-trips them)."""
+    inverse of `Encoder.observe`: tests/agents/test_specs_and_decoder.py round-trips them)."""
 
     def __init__(self, config: ChickenFootConfig):
         self.config = config

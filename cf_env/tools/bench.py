@@ -1,4 +1,4 @@
-"""Throughput benchmark: our engine and envs against PettingZoo and OpenSpiel peers (issue 5).
+"""Throughput benchmark: our engine and envs against PettingZoo and OpenSpiel peers.
 
     python -m cf_env.bench            # full run: default and large config, scaling grid (~7 min)
     python -m cf_env.bench --quick    # shorter measurements, no scaling grid (minutes)

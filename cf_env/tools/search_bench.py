@@ -44,7 +44,7 @@ from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
 from cf_env.tools.cli import HelpFormatter
 
-BEFORE_COMMIT = "e9a19f2"  # the last commit of cf_env/agents/ismcts.py before issue 14
+BEFORE_COMMIT = "e9a19f2"  # ismcts.py's last commit before the search was made 5–8× cheaper
 LOW, HIGH = 20, 200
 SETS = (6, 9, 12)
 GUIDE = "checkpoints/selfplay-4p-d9"  # 4 players double-9 only
@@ -77,7 +77,7 @@ def before_module():
         text=True, check=True,
     ).stdout
     # The decoder it imports from the bots lives beside the encoder now, and skip_forced is an
-    # engine option, no longer a config field (issue 16).
+    # engine option, no longer a config field (driver options left ChickenFootConfig).
     for then, now in (
         ("from .bots import", "from cf_env.core.observation import"),
         ('config.replace(skip_forced=True, illegal_action="raise")', "config"),

@@ -344,7 +344,8 @@ def play_single_agent_game(
 ) -> None:
     """A whole game through the single-agent env (`cf_env.single_agent`), random legal learner
     actions against random and greedy opponents; then `reset(seed)` on the used env and the same
-    actions again must give the same observations, masks and rewards (issue 12 item 1)."""
+    actions again must give the same observations, masks and rewards (a reseeded env replays
+    its game exactly)."""
     from cf_env.envs.single_agent import ChickenFootSingleAgentEnv
 
     # The adapter skips the learner's forced moves itself; "win" pays only at a game's end.

@@ -1,4 +1,4 @@
-"""`belief:` search (issue 14): the opponents' decisions rebuilt from my own observations alone
+"""`belief:` search: the opponents' decisions rebuilt from my own observations alone
 (`cf_env.agents.belief`) are the ones they really faced, a deal's weight is the actor's
 probability of the moves they made with that deal's hands, and the agent reads nothing hidden."""
 
@@ -61,7 +61,7 @@ def _match(evidence: OpponentEvidence, seat: int, event, truth) -> np.ndarray:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_i14_events_are_the_decisions_the_opponents_really_faced(seed):
+def test_events_are_the_decisions_the_opponents_really_faced(seed):
     """Every event is an opponent's real observation at a play from its hand (the public part
     rebuilt by the replay, bit for bit), and its hand then is the seat's hand now plus the tiles
     it has played since; every interval of a game is explained."""
@@ -78,7 +78,7 @@ def test_i14_events_are_the_decisions_the_opponents_really_faced(seed):
     assert checked > 10
 
 
-def test_i14_a_deals_weight_is_the_actors_probability_of_the_moves_seen():
+def test_a_deals_weight_is_the_actors_probability_of_the_moves_seen():
     """log_weights of the true deal = the sum over events of the actor's masked log-softmax of
     the action taken, computed directly from the real observation and legal set."""
     compared = 0
@@ -101,7 +101,7 @@ def test_i14_a_deals_weight_is_the_actors_probability_of_the_moves_seen():
     assert compared > 3
 
 
-def test_i14_the_true_deal_weighs_more_than_a_uniform_one_against_the_modelled_actor():
+def test_the_true_deal_weighs_more_than_a_uniform_one_against_the_modelled_actor():
     """Against copies of the actor it models, the deal the opponents really hold is on average
     more likely than the sampler's uniform consistent deals."""
     gaps = []
@@ -118,7 +118,7 @@ def test_i14_the_true_deal_weighs_more_than_a_uniform_one_against_the_modelled_a
     assert len(gaps) > 5 and np.mean(gaps) > 0.5
 
 
-def test_i14_belief_decisions_depend_only_on_my_observations_and_the_seed():
+def test_belief_decisions_depend_only_on_my_observations_and_the_seed():
     """The same sequence of my observations, the same actions; reset() forgets the game."""
     seen, made = [], []
     engine, encoder = Engine(ROUND, seed=7), Encoder(ROUND)
@@ -140,7 +140,7 @@ def test_i14_belief_decisions_depend_only_on_my_observations_and_the_seed():
     assert again.evidence.count == 0 and again.evidence._prev is None
 
 
-def test_i14_belief_spec_forms_and_errors():
+def test_belief_spec_forms_load_and_bad_ones_name_the_problem():
     policy = load_policy(f"belief:{CKPT}", ROUND, 0)
     assert policy.evidence is not None and policy.iterations == 64 and policy.ask_forced
     assert load_policy(f"belief:{CKPT}:ms=30", ROUND, 0).ms == 30.0
@@ -157,7 +157,7 @@ def test_i14_belief_spec_forms_and_errors():
         OpponentEvidence(ROUND, guide, max_events=0)
 
 
-def test_i14_belief_results_are_identical_for_any_workers():
+def test_belief_results_are_identical_for_any_workers():
     specs = [f"belief:{CKPT}:4", "heuristic"]
     one = evaluate(specs, ROUND, deals=4, seed=2, workers=1, single_round=True)
     two = evaluate(specs, ROUND, deals=4, seed=2, workers=2, single_round=True)
@@ -175,7 +175,7 @@ class _Net:
         self.adapt = None
 
 
-def test_i14_metropolis_chains_sample_the_posterior_by_exact_enumeration():
+def test_metropolis_chains_sample_the_posterior_by_exact_enumeration():
     """Double-6, three opponents (hands 2, 2, 1) and a boneyard of 2 from 7 unseen tiles, voids
     on two of them, and one play from hand for each of the two others: 3,000 chains of 200 steps
     from uniform deals hold each opponents' hands as often as the exact posterior (uniform over

@@ -296,7 +296,7 @@ def test_greedy_fast_path_breaks_point_ties_like_act():
     assert tied > 20  # the RNG was really exercised
 
 
-# ------------------------------------------------------------------ issue 12: hardening
+# ------------------------------------------------------------------ hardening
 def test_register_policy_before_builtins_keeps_them():
     """A user spec registered before anything loaded the built-in bots used to hide them
     ("unknown policy spec 'random'"): built-ins were imported only while no spec was registered.

@@ -1,4 +1,4 @@
-"""Search (issue 14): in-place determinizations (`Engine.copy_from`, `Engine.redeal`), the
+"""Search: in-place determinizations (`Engine.copy_from`, `Engine.redeal`), the
 uniform consistent-deal sampler against an exact enumeration, search that reads only the acting
 player's view, the `guided:` and `ms=` spec forms through `load_policy` and the CLIs, and
 worker-independent evaluation results."""
@@ -74,7 +74,7 @@ def slot_values(engine: Engine) -> dict:
 
 
 @pytest.mark.parametrize("fields", CONFIGS[:4])
-def test_i14_copy_from_equals_clone_slot_by_slot(fields):
+def test_copy_from_equals_clone_slot_by_slot(fields):
     cfg = ChickenFootConfig(**fields)
     work = Engine(cfg, seed=99)
     for engine, _ in itertools.islice(decisions(cfg, seed=1, share=0.5), 12):
@@ -92,13 +92,13 @@ def test_i14_copy_from_equals_clone_slot_by_slot(fields):
         assert slot_values(engine) == before
 
 
-def test_i14_copy_from_refuses_another_config():
+def test_copy_from_refuses_another_config():
     with pytest.raises(ValueError, match="same config"):
         Engine(D9).copy_from(Engine(ChickenFootConfig(max_pips=6)))
 
 
 @pytest.mark.parametrize("fields", CONFIGS)
-def test_i14_redeal_keeps_every_restore_invariant_and_the_public_view(fields):
+def test_redeal_keeps_every_restore_invariant_and_the_public_view(fields):
     """Real positions from seeded playouts, their hidden tiles re-dealt at random: `restore`
     accepts the snapshot (every rules invariant), the soak's position checks hold, and nothing
     public changes (each seat's observation is the same)."""
@@ -127,7 +127,7 @@ def test_i14_redeal_keeps_every_restore_invariant_and_the_public_view(fields):
     assert checked >= 5
 
 
-def test_i14_redeal_refuses_bad_deals_and_changes_nothing():
+def test_redeal_refuses_bad_deals_and_changes_nothing():
     engine = Engine(D9, seed=4)
     hands = [engine.hand(s) for s in range(4)]
     boneyard = list(reversed(engine.boneyard))
@@ -148,7 +148,7 @@ def test_i14_redeal_refuses_bad_deals_and_changes_nothing():
         assert slot_values(engine) == before
 
 
-def test_i14_redeal_keeps_a_drawn_tile_with_the_seat_that_drew_it():
+def test_redeal_keeps_a_drawn_tile_with_the_seat_that_drew_it():
     for engine, _ in decisions(D9, seed=11, share=1.0):
         if engine.drawn_tile >= 0:
             break
@@ -164,7 +164,7 @@ def test_i14_redeal_keeps_a_drawn_tile_with_the_seat_that_drew_it():
 
 # --------------------------------------------------------------------------- determinizations
 @pytest.mark.parametrize("fields", CONFIGS)
-def test_i14_determinizations_satisfy_restore_and_never_move_a_seen_tile(fields):
+def test_determinizations_satisfy_restore_and_never_move_a_seen_tile(fields):
     cfg, options = split_options(fields)
     policy, decoder = ISMCTSPolicy(cfg, seed=0, iterations=1), ObservationDecoder(cfg)
     tables, n = tile_tables(cfg.max_pips), cfg.num_players
@@ -225,7 +225,7 @@ def _frequencies(draw, samples: int) -> collections.Counter:
 
 
 @pytest.mark.slow
-def test_i14_sampler_is_uniform_over_consistent_deals_by_exact_enumeration():
+def test_sampler_is_uniform_over_consistent_deals_by_exact_enumeration():
     """Double-6, three opponents (hands 2, 2, 1) and a boneyard of 2 from 7 unseen tiles, two
     opponents with voids: 114 consistent deals (hands and boneyard order). 40,000 samples with a
     fixed seed: chi-square with 113 degrees of freedom far below its 0.1% tail (about 165),
@@ -250,7 +250,7 @@ def test_i14_sampler_is_uniform_over_consistent_deals_by_exact_enumeration():
 
     rng = np.random.default_rng(2024)
 
-    def fill():  # the sampler before issue 14: shuffle, then the most constrained picks first
+    def fill():  # the old greedy sampler: shuffle, then the most constrained picks first
         order = [unseen[i] for i in rng.permutation(len(unseen))]
         return sampler._fill(order, strict=False)
 
@@ -305,7 +305,7 @@ def test_compiled_deals_fall_back_to_the_sampler_where_it_rejects():
     assert drawn <= set(exact) and len(drawn) > 1
 
 
-def test_i14_sampler_rejection_fallback_is_uniform_too():
+def test_sampler_rejection_fallback_is_uniform_too():
     """With the table not allowed (max_cells=1) the sampler falls back to rejection: uniform
     over the consistent deals whenever it finds one within its tries."""
     tables = tile_tables(6)
@@ -320,7 +320,7 @@ def test_i14_sampler_rejection_fallback_is_uniform_too():
     assert tv < 0.04, tv
 
 
-def test_i14_sampler_relaxes_voids_that_admit_no_deal():
+def test_sampler_relaxes_voids_that_admit_no_deal():
     """A stale void record (a kept playable drawn tile, R8) can leave no consistent deal: the
     voids of the opponent that excludes the most tiles are dropped, and sizes still hold."""
     tables = tile_tables(6)
@@ -342,7 +342,7 @@ def test_i14_sampler_relaxes_voids_that_admit_no_deal():
      (f"belief:{VALUED}:8", {}),
      ("ismcts:24", {"num_players": 3, "max_pips": 6})],
 )
-def test_i14_search_never_reads_hidden_information(spec, fields):
+def test_search_never_reads_hidden_information(spec, fields):
     """The hidden tiles of the real engine swapped between the opponents and the boneyard (the
     acting seat's view unchanged): the same decision for the same seed, at every position."""
     cfg, options = split_options(fields)
@@ -366,7 +366,7 @@ def test_i14_search_never_reads_hidden_information(spec, fields):
 
 
 # --------------------------------------------------------------------------- specs and CLIs
-def test_i14_spec_forms_load_through_load_policy():
+def test_spec_forms_load_through_load_policy():
     plain = load_policy("ismcts:ms=5", D9, 0)
     assert plain.ms == 5.0 and plain.guide is None
     assert load_policy("ismcts:30", D9, 0).iterations == 30
@@ -394,17 +394,17 @@ def test_i14_spec_forms_load_through_load_policy():
         ("guided:no/such/checkpoint:10", "no checkpoint at"),
     ],
 )
-def test_i14_bad_spec_forms_name_the_problem(spec, message):
+def test_bad_spec_forms_name_the_problem(spec, message):
     with pytest.raises((ValueError, FileNotFoundError), match=message):
         load_policy(spec, D9, 0)
 
 
-def test_i14_guided_spec_checks_the_checkpoint_against_the_game():
+def test_guided_spec_checks_the_checkpoint_against_the_game():
     with pytest.raises(ValueError, match="num_players"):
         load_policy(f"guided:{CKPT}:5", ChickenFootConfig(num_players=3), 0)
 
 
-def test_i14_guide_folds_the_round_padding_into_its_first_layer():
+def test_guide_folds_the_round_padding_into_its_first_layer():
     """Single rounds (num_rounds=1) pad the round piece for a 10-round checkpoint: the guide's
     folded first layer gives the checkpoint's own logits."""
     cfg = D9.replace(num_rounds=1)
@@ -416,7 +416,7 @@ def test_i14_guide_folds_the_round_padding_into_its_first_layer():
     assert np.allclose(ours, theirs, atol=1e-4)
 
 
-def test_i14_time_budget_runs_iterations_until_the_cpu_time_is_spent():
+def test_time_budget_runs_iterations_until_the_cpu_time_is_spent():
     import time
 
     policy = load_policy("ismcts:ms=30", D9, 0)
@@ -428,7 +428,7 @@ def test_i14_time_budget_runs_iterations_until_the_cpu_time_is_spent():
 
 
 @pytest.mark.slow
-def test_i14_evaluate_cli_plays_the_new_specs(tmp_path, capsys):
+def test_evaluate_cli_plays_guided_and_time_budget_specs(tmp_path, capsys):
     out = tmp_path / "eval.json"
     evaluate_main(["--agent", f"guided:{CKPT}:4", "--opponents", "heuristic,ismcts:ms=2",
                    "--mixed", "--players", "4", "--deals", "2", "--single-round", "--seed", "1",
@@ -439,14 +439,14 @@ def test_i14_evaluate_cli_plays_the_new_specs(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_i14_evaluation_results_are_identical_for_any_workers():
+def test_evaluation_results_are_identical_for_any_workers():
     specs = [f"guided:{CKPT}:4", "ismcts:6", "heuristic"]
     one = evaluate(specs, D9, deals=16, seed=3, workers=1, single_round=True)
     two = evaluate(specs, D9, deals=16, seed=3, workers=2, single_round=True)
     assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
 
 
-def test_i14_play_cli_takes_the_rules_from_a_guided_checkpoint():
+def test_play_cli_takes_the_rules_from_a_guided_checkpoint():
     out = io.StringIO()
     spec = f"guided:{CKPT}:8"
     code = play_main(["--opponents", spec, "--seed", "1", "--rounds", "1"], out=out,
@@ -457,7 +457,7 @@ def test_i14_play_cli_takes_the_rules_from_a_guided_checkpoint():
     assert f"rules from the card of {spec}" in text
 
 
-def test_i14_play_cli_with_a_time_budget_opponent():
+def test_play_cli_plays_against_a_time_budget_opponent():
     out = io.StringIO()
     answers = io.StringIO("1\n" * 60)
     code = play_main(["--players", "2", "--max-pips", "6", "--rounds", "1", "--opponents",
@@ -466,7 +466,7 @@ def test_i14_play_cli_with_a_time_budget_opponent():
     assert "ismcts:ms=5" in out.getvalue()
 
 
-def test_i14_measured_guided_alternatives_play_legal_moves():
+def test_measured_guided_alternatives_play_legal_moves():
     """The alternatives the guided scheme was chosen against (priors at every node, network
     moves in rollouts; docs/search/variants.py) stay runnable: legal moves, network called."""
     network = load_policy(f"ppo:{CKPT}", D9, 0)
@@ -531,14 +531,14 @@ def test_compiled_guided_search_decides_as_the_engine_search():
         ISMCTSPolicy(D9, search_on="gpu")
 
 
-def test_i14_hand_bits_are_the_hand_as_action_bits():
+def test_hand_bits_are_the_hand_as_action_bits():
     tables = tile_tables(9)
     for engine, _ in itertools.islice(decisions(D9, seed=6, share=1.0), 10):
         for seat in range(4):
             assert engine.hand_bits(seat) == sum(tables.tile_bits[t] for t in engine.hand(seat))
 
 
-def test_i14_search_bench_prints_rows_for_each_search():
+def test_search_bench_prints_rows_for_each_search():
     from cf_env.tools.search_bench import run
 
     rows = run(1, sets=(6, 9), before=False, reference_seconds=0.05)

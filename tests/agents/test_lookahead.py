@@ -1,4 +1,4 @@
-"""`lookahead:` search (issue 14) and the value head it reads: the spec forms and their errors,
+"""`lookahead:` search and the value head it reads: the spec forms and their errors,
 legal and seed-reproducible decisions that never read hidden information, lines scored on the
 critic's own reward scale, the privileged vector's layout, and a value entry checked as
 strictly as the policy."""
@@ -29,7 +29,7 @@ D9 = ChickenFootConfig()
 ROUND = D9.replace(num_rounds=1)
 
 
-def test_i14_lookahead_spec_forms_load_through_load_policy():
+def test_lookahead_spec_forms_load_through_load_policy():
     default = load_policy(f"lookahead:{CKPT}", D9, 0)
     assert isinstance(default, LookaheadPolicy)
     assert default.iterations == 64 and default.ms is None and default.horizon == 0
@@ -49,12 +49,12 @@ def test_i14_lookahead_spec_forms_load_through_load_policy():
         ("lookahead:no/such/checkpoint", "no checkpoint at"),
     ],
 )
-def test_i14_bad_lookahead_specs_name_the_problem(spec, message):
+def test_bad_lookahead_specs_name_the_problem(spec, message):
     with pytest.raises((ValueError, FileNotFoundError), match=message):
         load_policy(spec, D9, 0)
 
 
-def test_i14_lookahead_checks_the_checkpoint_against_the_game():
+def test_lookahead_checks_the_checkpoint_against_the_game():
     with pytest.raises(ValueError, match="num_players"):
         load_policy(f"lookahead:{CKPT}:5", ChickenFootConfig(num_players=3), 0)
 
@@ -81,7 +81,7 @@ def _copy(tmp_path: Path) -> Path:
         (lambda c, f: (f / "value.npz").unlink(), "missing, but card.json has a value entry"),
     ],
 )
-def test_i14_a_bad_value_entry_or_file_is_refused_by_name(tmp_path, damage, message):
+def test_a_bad_value_entry_or_file_is_refused_by_name(tmp_path, damage, message):
     folder = _copy(tmp_path)
     card = json.loads((folder / "card.json").read_text())
     damage(card, folder)
@@ -90,7 +90,7 @@ def test_i14_a_bad_value_entry_or_file_is_refused_by_name(tmp_path, damage, mess
         load_value_head(folder, D9)
 
 
-def test_i14_value_head_drops_the_round_padding_exactly():
+def test_value_head_drops_the_round_padding_exactly():
     """Single rounds: the folded first layer gives what the checkpoint's own layer gives on the
     zero-padded observation."""
     full, single = load_value_head(CKPT, D9), load_value_head(CKPT, ROUND)
@@ -108,7 +108,7 @@ def test_i14_value_head_drops_the_round_padding_exactly():
     assert np.allclose(single.values(np.stack(rows)), full.values(np.stack(padded)), atol=1e-5)
 
 
-def test_i14_privileged_vector_is_the_hidden_tiles_egocentric():
+def test_privileged_vector_is_the_hidden_tiles_egocentric():
     encoder, layout = Encoder(D9), privileged_layout(D9)
     for engine, _ in itertools.islice(decisions(D9, seed=3, share=1.0), 6):
         seat = engine.current
@@ -118,13 +118,13 @@ def test_i14_privileged_vector_is_the_hidden_tiles_egocentric():
         assert set(np.flatnonzero(view["boneyard"]).tolist()) == set(engine.boneyard)
 
 
-def test_i14_win_bonus_is_zero_sum_and_shared_by_tied_winners():
+def test_win_bonus_is_zero_sum_and_shared_by_tied_winners():
     assert win_bonus([3, 10, 20, 7], 1.0) == [0.75, -0.25, -0.25, -0.25]
     tied = win_bonus([3, 3, 20, 7], 2.0)
     assert tied == [0.5, 0.5, -0.5, -0.5] and abs(sum(tied)) < 1e-12
 
 
-def test_i14_lookahead_plays_legal_moves_reproducibly_with_batched_calls():
+def test_lookahead_plays_legal_moves_reproducibly_with_batched_calls():
     moves = []
     for seed in (0, 0, 1):
         policy = load_policy(f"lookahead:{CKPT}:16", ROUND, seed)
@@ -139,7 +139,7 @@ def test_i14_lookahead_plays_legal_moves_reproducibly_with_batched_calls():
     assert moves[0] == moves[1]
 
 
-def test_i14_lookahead_scores_a_finished_round_on_the_critics_scale():
+def test_lookahead_scores_a_finished_round_on_the_critics_scale():
     policy = load_policy(f"lookahead:{CKPT}:4", ROUND, 0)
     assert policy.bonus == 1.0 and policy.reward_mode == "zero_sum"
     value, waiting = np.zeros(2), []
@@ -150,7 +150,7 @@ def test_i14_lookahead_scores_a_finished_round_on_the_critics_scale():
     assert value[1] == pytest.approx(expected)
 
 
-def test_i14_lookahead_to_the_rounds_end_needs_no_value_head():
+def test_lookahead_to_the_rounds_end_needs_no_value_head():
     network = load_policy(f"ppo:{NO_VALUE}", ROUND, 0)
     policy = LookaheadPolicy(ROUND, 0, NetworkGuide(network, ROUND), None, 8, horizon=None)
     for _, obs in itertools.islice(decisions(ROUND, seed=5, share=1.0), 3):
@@ -161,7 +161,7 @@ def test_i14_lookahead_to_the_rounds_end_needs_no_value_head():
         LookaheadPolicy(ROUND, 0, NetworkGuide(network, ROUND), None, 8, horizon=-1)
 
 
-def test_i14_a_heavy_prior_weight_plays_the_actors_own_choice():
+def test_a_heavy_prior_weight_plays_the_actors_own_choice():
     network = load_policy(f"ppo:{CKPT}", ROUND, 0)
     policy = LookaheadPolicy(ROUND, 0, NetworkGuide(network, ROUND), load_value_head(CKPT, ROUND),
                              4, prior_weight=1e6)

@@ -1,6 +1,6 @@
 """The action codec (`cf_env.core.actions`), a public contract: every action id of every set
 round-trips through decode / encode_play / describe, and the engine's moves mean what the codec
-says (issue 16 item 7)."""
+says."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from cf_env.core.tiles import tile_tables
 
 
 @pytest.mark.parametrize("max_pips", SUPPORTED_SETS)
-def test_i16_every_action_id_round_trips(max_pips):
+def test_every_action_id_round_trips(max_pips):
     tables = tile_tables(max_pips)
     cfg = ChickenFootConfig(max_pips=max_pips)
     count = tables.num_tiles
@@ -51,7 +51,7 @@ def test_i16_every_action_id_round_trips(max_pips):
 
 
 @pytest.mark.parametrize("max_pips", SUPPORTED_SETS)
-def test_i16_actions_in_reads_a_legal_set_bitset(max_pips):
+def test_actions_in_reads_a_legal_set_bitset(max_pips):
     rng = np.random.default_rng(max_pips)
     count = 2 * tile_tables(max_pips).num_tiles + 2
     assert actions_in(0) == []
@@ -63,7 +63,7 @@ def test_i16_actions_in_reads_a_legal_set_bitset(max_pips):
 @pytest.mark.parametrize(
     "config", [{}, {"max_pips": 6, "num_players": 2}, {"max_pips": 12, "num_players": 6, "spinner_arms": 6}]
 )
-def test_i16_engine_moves_mean_what_the_codec_says(config):
+def test_engine_moves_mean_what_the_codec_says(config):
     """A played id lays exactly the decoded tile from the mover's hand, its attached half
     against the table (the new open end is the other half, R6); draw adds to the hand."""
     cfg = ChickenFootConfig(num_rounds=1, **config)

@@ -173,7 +173,7 @@ def configs(draw, max_pips=None, round_cap=None) -> ChickenFootConfig:
     )
 
 
-# The driver options: not rules (issue 16), drawn beside a config where a test runs them.
+# The driver options: not rules (`DriverOptions`), drawn beside a config where a test runs them.
 driver_options = st.builds(
     DriverOptions,
     reward_mode=st.sampled_from(("score", "zero_sum", "win")),

@@ -138,7 +138,7 @@ def test_golden_transcript(name):
         pytest.fail(f"game {name!r} changed:\n" + "\n".join(list(diff)[:80]), pytrace=False)
 
 
-def test_i16_golden_cases_are_all_stored():
+def test_golden_cases_are_all_stored():
     """Every stored transcript is a case here (a renamed case leaves no stale file behind)."""
     assert sorted(p.stem for p in GOLDEN.glob("*.txt")) == sorted(CASES)
 

@@ -369,7 +369,7 @@ def test_advance_rejects_an_illegal_choice_and_changes_nothing():
     assert engine.snapshot() == before
 
 
-# ---------------------------------------------------------------- R5 / R4 / R13 variants (issue 12 item 22)
+# ------------------------------------- R5 / R4 / R13 variants: all_draw, lower_double, target_score
 def first_deal(cfg: ChickenFootConfig, seed: int) -> tuple[list[list[int]], list[int]]:
     """R3 as the engine deals it: seat s takes the s-th block of `hand_size` tiles of the
     seeded permutation; the rest is the boneyard, drawn from its start."""
@@ -384,7 +384,7 @@ def seeds_where(cfg: ChickenFootConfig, predicate, wanted: int = 3) -> list[int]
     return found[:wanted]
 
 
-def test_i12_22_all_draw_every_seat_draws_at_once_until_the_double_appears():
+def test_all_draw_every_seat_draws_at_once_until_the_double_appears():
     cfg = ChickenFootConfig(num_players=3, start_search="all_draw")
     start = int(tile_tables(9).double_id[9])
     for seed in seeds_where(cfg, lambda hands, bone: start in bone[3:]):
@@ -404,7 +404,7 @@ def test_i12_22_all_draw_every_seat_draws_at_once_until_the_double_appears():
         assert engine.center == 9 and engine.on_table[start]
 
 
-def test_i12_22_all_draw_a_last_batch_the_boneyard_cannot_fill():
+def test_all_draw_a_last_batch_the_boneyard_cannot_fill():
     # Double-6, 3 players of 7: the boneyard holds 7 tiles, so the third batch is one tile.
     cfg = ChickenFootConfig(max_pips=6, num_players=3, start_search="all_draw")
     start = int(tile_tables(6).double_id[6])
@@ -415,7 +415,7 @@ def test_i12_22_all_draw_a_last_batch_the_boneyard_cannot_fill():
         assert engine.start_seat == 0 and engine.current == 1
 
 
-def test_i12_22_lower_double_the_highest_lower_double_held_starts_the_round():
+def test_lower_double_the_highest_lower_double_held_starts_the_round():
     cfg = ChickenFootConfig(start_search="lower_double")
     ids = tile_tables(9).double_id
     held = lambda hands, value: any(int(ids[value]) in h for h in hands)  # noqa: E731
@@ -435,7 +435,7 @@ def test_i12_22_lower_double_the_highest_lower_double_held_starts_the_round():
         assert np.flatnonzero(obs["round"]).tolist() == [0]
 
 
-def test_i12_22_lower_double_with_no_lower_double_held_searches_as_r5():
+def test_lower_double_with_no_lower_double_held_searches_as_r5():
     # Two hands of 2: often no double at all is dealt. Then the round's own double is drawn
     # for in turns (R5), from seat round % n = 0.
     cfg = ChickenFootConfig(num_players=2, hand_size=2, start_search="lower_double")
@@ -451,7 +451,7 @@ def test_i12_22_lower_double_with_no_lower_double_held_searches_as_r5():
         assert engine.hand_counts == expected
 
 
-def test_i12_22_lower_double_next_round_counts_down_from_its_own_double():
+def test_lower_double_next_round_counts_down_from_its_own_double():
     # Round 0 was started by 5|5 (nobody held 9|9 .. 6|6); round 1 is still double-8's (R4).
     cfg = ChickenFootConfig(num_players=3, num_rounds=3, start_search="lower_double")
     arms = [(-1, [(5, v)]) for v in (1, 2, 3, 4)]
@@ -484,7 +484,7 @@ def target_round_end(earlier: list[list[int]]) -> Engine:
     return engine
 
 
-def test_i12_22_target_score_the_countdown_restarts_while_nobody_passes_the_target():
+def test_target_score_the_countdown_restarts_while_nobody_passes_the_target():
     # Totals 30, 52 + 8 = 60, 42: reaching the target is not passing it.
     engine = target_round_end([[5] * 6, [9, 9, 9, 9, 8, 8], [6] * 6])
     assert not engine.game_over and engine.totals() == [30, 60, 42]
@@ -495,21 +495,21 @@ def test_i12_22_target_score_the_countdown_restarts_while_nobody_passes_the_targ
     assert (obs["scores"] <= Encoder(TARGET).layout.view(Encoder(TARGET).layout.high)["scores"]).all()
 
 
-def test_i12_22_target_score_the_game_ends_in_the_round_a_total_passes_it():
+def test_target_score_the_game_ends_in_the_round_a_total_passes_it():
     engine = target_round_end([[5] * 6, [9] * 6, [6] * 6])  # seat 1: 54 + 8 = 62 > 60
     assert engine.game_over and engine.round == 6 and engine.totals() == [30, 62, 42]
     assert engine.winners == [0]  # R13: the lowest total
     assert not engine.legal_action_mask().any()
 
 
-def test_i12_22_target_score_ties_break_as_r13():
+def test_target_score_ties_break_as_r13():
     # Seats 0 and 2 tie on 36; seat 0 has a zero round (this one), seat 2 none.
     engine = target_round_end([[6] * 6, [9] * 6, [5] * 6])
     assert engine.game_over and engine.totals() == [36, 62, 36]
     assert engine.winners == [0]
 
 
-def test_i12_22_target_score_restore_checks_the_totals_against_the_target():
+def test_target_score_restore_checks_the_totals_against_the_target():
     ok = build(TARGET, hands=[[(1, 5)], [(2, 6)], [(3, 3)]], arms=ZERO_ARMS, round=6,
                scores=[[5] * 6, [9] * 6, [6] * 6])
     snap = ok.snapshot()

@@ -23,7 +23,7 @@ CONFIGS = [
     {"num_players": 2, "max_pips": 6, "num_rounds": 2},
     {"num_players": 8, "max_pips": 12, "num_rounds": 1, "spinner_arms": 6},
     {"num_players": 3, "skip_forced": True, "reward_mode": "win", "num_rounds": 2},
-    # The R5 and R4/R13 variants (issue 12 item 22): a game to a target, a lower double starts.
+    # The R5 and R4/R13 variants: a game to a target, a lower double starts.
     {"num_players": 3, "max_pips": 6, "start_search": "lower_double", "target_score": 60},
     {"num_players": 4, "max_pips": 6, "hand_size": 5, "start_search": "all_draw", "num_rounds": 3},
 ]
@@ -229,7 +229,7 @@ def test_default_hand_sizes_follow_the_rules_table():
 
 
 @pytest.mark.parametrize("reward_mode", ["zero_sum", "win"])
-def test_i12_07_pending_rewards_survive_snapshot_and_restore(reward_mode):
+def test_pending_rewards_survive_snapshot_and_restore(reward_mode):
     """After a round (or the game) ends, every seat's reward waits in `_cumulative_rewards`
     until that agent's next `last()`. A snapshot taken then, restored into another env (via
     JSON), hands each agent exactly what the original does."""
@@ -273,7 +273,7 @@ def test_i12_07_pending_rewards_survive_snapshot_and_restore(reward_mode):
         ("rewards", {"player_1": True}, "finite number"),
     ],
 )
-def test_i12_07_bad_pending_rewards_are_refused_and_change_nothing(key, value, fragment):
+def test_bad_pending_rewards_are_refused_and_change_nothing(key, value, fragment):
     env = cf_env.raw_env(num_players=3)
     env.reset(seed=2)
     snap = env.snapshot()

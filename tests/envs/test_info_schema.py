@@ -1,4 +1,4 @@
-"""Issue 15 items 1 and 2: a fixed info schema, the env version bump, and never an empty mask.
+"""A fixed info schema, the env version bump, and never an empty mask.
 
 * Every info of the AEC env (`cf_env.env`) and of the single-agent env (`cf_env/ChickenFoot-v1`)
   has reset's keys, in reset's order, with reset's value types, at every step: the schema
@@ -51,7 +51,7 @@ def illegal_action(rng: np.random.Generator, mask: np.ndarray):
     return int(rng.choice(np.flatnonzero(mask == 0)))
 
 
-# ============================================================================ item 1: AEC
+# ============================================================================ info schema: AEC
 def play_aec(config: dict, seed: int, illegal_rate: float = 0.0):
     """A random game; yields (env, acting agent or None at reset, penalised) after every step."""
     env = cf_env.env(**config)
@@ -91,18 +91,18 @@ def check_aec_schema(config: dict, seeds: range, illegal_rate: float = 0.0) -> i
 
 
 @pytest.mark.parametrize("name", list(AEC_CONFIGS))
-def test_i15_aec_infos_keep_resets_keys_and_types_at_every_step(name):
+def test_aec_infos_keep_resets_keys_and_types_at_every_step(name):
     assert check_aec_schema(AEC_CONFIGS[name], range(20)) > 500
 
 
 @pytest.mark.parametrize("name", list(PENALIZE))
-def test_i15_aec_infos_keep_the_schema_with_penalised_illegal_actions(name):
+def test_aec_infos_keep_the_schema_with_penalised_illegal_actions(name):
     config = {**PENALIZE[name], "illegal_action": "penalize"}
     check_aec_schema(config, range(30), illegal_rate=0.02)
 
 
 @pytest.mark.parametrize("name", ["default", "2p-double-6", "skip-forced-win", "shared-wins"])
-def test_i15_aec_info_values_follow_the_engine(name):
+def test_aec_info_values_follow_the_engine(name):
     """round_over / round_points on the step that scores a round (R12), game_total, game_over,
     the win shares (R13, ties split) summing to 1, and the names through `winners()`."""
     config = AEC_CONFIGS[name]
@@ -140,7 +140,7 @@ def test_i15_aec_info_values_follow_the_engine(name):
     assert shared or name != "shared-wins"
 
 
-def test_i15_aec_penalty_marks_only_the_offender():
+def test_aec_penalty_marks_only_the_offender():
     env = cf_env.env(num_players=3, illegal_action="penalize")
     env.reset(seed=0)
     offender = env.agent_selection
@@ -152,7 +152,7 @@ def test_i15_aec_penalty_marks_only_the_offender():
         assert (info["game_over"], info["round_over"], info["win"]) == (False, False, 0.0)
 
 
-def test_i15_aec_infos_are_new_dicts_every_step():
+def test_aec_infos_are_new_dicts_every_step():
     """A caller keeping (or changing) an info never sees it change, nor changes the next one."""
     env = cf_env.env(num_players=2, max_pips=6)
     env.reset(seed=1)
@@ -170,7 +170,7 @@ def test_i15_aec_infos_are_new_dicts_every_step():
         assert {**kept, "round": snapshot["round"]} == snapshot
 
 
-def test_i15_aec_masks_follow_pettingzoo_convention():
+def test_aec_masks_follow_pettingzoo_convention():
     """Only the acting agent has legal actions; the others, and everyone once the game is
     over, get an all-zero mask (a terminated agent steps None)."""
     for seed in range(3):
@@ -184,7 +184,7 @@ def test_i15_aec_masks_follow_pettingzoo_convention():
                 assert mask.any() == acting
 
 
-# ============================================================================ item 1: single agent
+# ======================================================================== info schema: single agent
 SINGLE_CONFIGS = {
     "default-round": ({}, "round"),
     "2p-double-6-game": ({"num_players": 2, "max_pips": 6, "num_rounds": 3}, "game"),
@@ -223,7 +223,7 @@ def check_single_schema(env, seeds: range, steps: int, illegal_rate: float = 0.0
 
 
 @pytest.mark.parametrize("name", list(SINGLE_CONFIGS))
-def test_i15_single_agent_infos_keep_resets_keys_and_types(name):
+def test_single_agent_infos_keep_resets_keys_and_types(name):
     rules, episode = SINGLE_CONFIGS[name]
     env = ChickenFootSingleAgentEnv(opponents=["random", "greedy"], episode=episode, **rules)
     counts = check_single_schema(env, range(6), steps=60)
@@ -231,7 +231,7 @@ def test_i15_single_agent_infos_keep_resets_keys_and_types(name):
 
 
 @pytest.mark.parametrize("name", ["default-round", "2p-double-6-game"])
-def test_i15_single_agent_infos_keep_the_schema_when_penalised(name):
+def test_single_agent_infos_keep_the_schema_when_penalised(name):
     rules, episode = SINGLE_CONFIGS[name]
     # The registered id: illegal actions are penalised by default.
     env = gym.make(ENV_ID, opponents=["random"], episode=episode, **rules)
@@ -240,7 +240,7 @@ def test_i15_single_agent_infos_keep_the_schema_when_penalised(name):
 
 
 @pytest.mark.parametrize("episode", ["round", "game"])
-def test_i15_single_agent_info_values_follow_the_engine(episode):
+def test_single_agent_info_values_follow_the_engine(episode):
     env = ChickenFootSingleAgentEnv(opponents=["greedy"], episode=episode, num_rounds=3)
     engine = env.engine
     rng = np.random.default_rng(0)
@@ -272,7 +272,7 @@ def test_i15_single_agent_info_values_follow_the_engine(episode):
     assert ends > 5 and rounds_over >= ends
 
 
-def test_i15_single_agent_info_mask_is_a_copy():
+def test_single_agent_info_mask_is_a_copy():
     env = ChickenFootSingleAgentEnv(opponents=["random"])
     _, info = env.reset(seed=0)
     expected = env.action_masks()
@@ -280,14 +280,14 @@ def test_i15_single_agent_info_mask_is_a_copy():
     np.testing.assert_array_equal(env.action_masks(), expected)
 
 
-# ============================================================================ item 2: masks
+# ============================================================================ never an empty mask
 def placeholder(env) -> np.ndarray:
     mask = np.zeros(env.config.num_actions, dtype=bool)
     mask[env.terminal_action] = True
     return mask
 
 
-def test_i15_terminal_mask_is_the_pass_placeholder_alone():
+def test_terminal_mask_is_the_pass_placeholder_alone():
     """At a terminal observation the mask (the method's and the info's) is exactly PASS, an
     existing id: the action space and codec are unchanged, and a plain env still refuses it."""
     env = ChickenFootSingleAgentEnv(opponents=["random"], num_rounds=2)
@@ -306,7 +306,7 @@ def test_i15_terminal_mask_is_the_pass_placeholder_alone():
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_i15_make_vec_samples_from_masks_that_are_never_empty(mode):
+def test_make_vec_samples_from_masks_that_are_never_empty(mode):
     """`gym.make_vec` as a new user writes it: sample every action from the mask the vector env
     returns (the stacked `infos["action_mask"]`, and `call("action_masks")`). Next-step
     autoreset hands back the terminal placeholder, which the next step never plays: the
@@ -332,7 +332,7 @@ def test_i15_make_vec_samples_from_masks_that_are_never_empty(mode):
         envs.close()
 
 
-def test_i15_make_vec_same_step_autoreset_masks_are_never_empty():
+def test_make_vec_same_step_autoreset_masks_are_never_empty():
     from gymnasium.vector import AutoresetMode
 
     envs = gym.make_vec(
@@ -352,7 +352,7 @@ def test_i15_make_vec_same_step_autoreset_masks_are_never_empty():
 
 
 # ============================================================================ versions
-def test_i15_registries_have_both_versions():
+def test_gym_and_pettingzoo_registries_have_v0_and_v1():
     for env_id in ("cf_env/ChickenFoot-v0", "cf_env/ChickenFoot-v1"):
         assert env_id in gym.registry
     for env_id in ("cf_env/chicken_foot-v0", "cf_env/chicken_foot-v1"):
@@ -361,7 +361,7 @@ def test_i15_registries_have_both_versions():
     assert cf_env.raw_env is chicken_foot_v1.raw_env and cf_env.env is chicken_foot_v1.env
 
 
-def test_i15_v1_warns_nothing():
+def test_v1_envs_raise_no_deprecation_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         for made in (
@@ -373,7 +373,7 @@ def test_i15_v1_warns_nothing():
         gym.make("cf_env/ChickenFoot-v1").reset(seed=0)
 
 
-def test_i15_v0_warns_on_import_and_on_every_make():
+def test_v0_deprecation_warns_on_import_and_on_every_make():
     # A fresh interpreter: this one may have imported the module already (warned once).
     code = "import cf_env, cf_env.chicken_foot_v1; import cf_env.envs.chicken_foot_v0"
     run = subprocess.run(
@@ -408,7 +408,7 @@ def v0():
         yield chicken_foot_v0
 
 
-def test_i15_v0_keeps_its_old_aec_infos(v0):
+def test_v0_keeps_its_old_aec_infos(v0):
     """v0 is v1 with v0's infos, for code that has not migrated yet."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -436,7 +436,7 @@ def test_i15_v0_keeps_its_old_aec_infos(v0):
     assert env.unwrapped.infos[offender] == {"illegal_action": True}
 
 
-def test_i15_v0_keeps_its_old_single_agent_infos(v0):
+def test_v0_keeps_its_old_single_agent_infos(v0):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         env = gym.make("cf_env/ChickenFoot-v0", opponents=["greedy"])

@@ -81,7 +81,7 @@ BAD_CONFIGS = [
     ({"skip_forced": 1}, "skip_forced", "True or False"),
     ({"skip_forced": np.bool_(True)}, "skip_forced", "True or False"),
     ({"double_blank_value": -1}, "double_blank_value", "0..180"),
-    ({"double_blank_value": 181}, "double_blank_value", "0..180"),  # i12 item 18
+    ({"double_blank_value": 181}, "double_blank_value", "0..180"),  # twice points_scale on double-9
     ({"double_blank_value": 121, "max_pips": 6}, "double_blank_value", "0..120"),
     ({"double_blank_value": 10**30}, "double_blank_value", "0..180"),
     ({"start_search": "lower"}, "start_search", "'turns', 'all_draw', 'lower_double'"),
@@ -111,7 +111,7 @@ def _config_id(case) -> str:
 @pytest.mark.parametrize("fields, field, valid", BAD_CONFIGS, ids=map(_config_id, BAD_CONFIGS))
 def test_bad_config_names_the_field_and_what_is_valid(fields, field, valid):
     # The driver options (reward_mode, skip_forced, illegal_action) are DriverOptions' fields,
-    # checked with the same messages wherever the flat keywords go (issue 16).
+    # checked with the same messages wherever the flat keywords go.
     kind = DriverOptions if field in OPTION_FIELDS else ChickenFootConfig
     builders = {
         kind.__name__: lambda: kind(**fields),
@@ -773,7 +773,7 @@ def test_env_rejects_corrupted_snapshot_and_changes_nothing(kind, change, fragme
     env.step(int(np.flatnonzero(env.last()[0]["action_mask"])[0]))
 
 
-# ============================================================================ issue 12 item 6
+# ============================================================================ unreachable states
 # States the rules cannot produce are refused (SnapshotError, nothing changed), and a game
 # restored without its layout keeps producing snapshots that restore.
 def _move_hand_to_boneyard(s: dict) -> dict:
@@ -809,7 +809,7 @@ def _open_end_changed(s: dict) -> dict:
     return s
 
 
-I12_06_UNREACHABLE = [
+UNREACHABLE_STATES = [
     ("empty_hand_mid_round", _move_hand_to_boneyard, "empty"),
     ("tile_in_two_seats_played_by", _played_twice, "played_by"),
     ("start_double_in_played_by", _start_double_played, "start double"),
@@ -824,9 +824,9 @@ I12_06_UNREACHABLE = [
 
 
 @pytest.mark.parametrize(
-    "change, fragment", [c[1:] for c in I12_06_UNREACHABLE], ids=[c[0] for c in I12_06_UNREACHABLE]
+    "change, fragment", [c[1:] for c in UNREACHABLE_STATES], ids=[c[0] for c in UNREACHABLE_STATES]
 )
-def test_i12_06_restore_rejects_states_the_rules_cannot_produce(change, fragment):
+def test_restore_rejects_states_the_rules_cannot_produce(change, fragment):
     base = snapshot_base("foot")
     bad = change(copy.deepcopy(base))
     target = find_engine(SNAP_CFG, lambda e: len(e.history) == 9, seeds=[77])
@@ -840,7 +840,7 @@ def test_i12_06_restore_rejects_states_the_rules_cannot_produce(change, fragment
     target.restore(_without_arms(lambda s: s)(copy.deepcopy(base)))
 
 
-def test_i12_06_hand_bound_is_the_deal_plus_the_tiles_that_left_the_boneyard():
+def test_hand_bound_is_the_deal_plus_the_tiles_that_left_the_boneyard():
     from positions import build
 
     def hands(sizes: list[int]) -> list[list[tuple[int, int]]]:
@@ -864,7 +864,7 @@ def test_i12_06_hand_bound_is_the_deal_plus_the_tiles_that_left_the_boneyard():
     assert frozen(engine) == before
 
 
-def test_i12_06_a_game_restored_without_arms_snapshots_and_restores_again():
+def test_a_game_restored_without_arms_snapshots_and_restores_again():
     """README: a snapshot without `arms` is accepted. Every later snapshot of that game (its
     stand-in layout left out) must restore again and continue identically."""
     cfg = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=2)
@@ -889,8 +889,8 @@ def test_i12_06_a_game_restored_without_arms_snapshots_and_restores_again():
         assert bare.scores == original.scores and bare.winners == original.winners
 
 
-# ============================================================================ issue 12 item 18
-def test_i12_18_double_blank_value_is_bounded_by_twice_points_scale():
+# ========================================================================= double_blank_value bound
+def test_double_blank_value_is_bounded_by_twice_points_scale():
     for max_pips in (6, 9, 18):
         top = ChickenFootConfig(max_pips=max_pips).points_scale * 2
         assert ChickenFootConfig(max_pips=max_pips, double_blank_value=int(top)).double_blank_value == top

@@ -1,4 +1,4 @@
-"""The OpenSpiel game `python_chicken_foot` (issue 15 item 3): the engine's external chance API,
+"""The OpenSpiel game `python_chicken_foot`: the engine's external chance API,
 the game's parameters, chance nodes, observer, returns, resampling and serialization, a
 cross-check against `cf_env.env()`, and OpenSpiel's ISMCTS bot playing it (also against our
 `heuristic` through `evaluate_bots`).
@@ -45,7 +45,7 @@ def random_action(state, rng: np.random.Generator) -> int:
 # ---------------------------------------------------------------- the engine's external chance
 @pytest.mark.parametrize("fields", [DEFAULT, TWO_D6, {"num_players": 5, "start_search": "all_draw"},
                                     {"start_search": "lower_double", "num_players": 6}])
-def test_i15_engine_deal_round_replays_a_deal(fields):
+def test_engine_deal_round_replays_a_deal(fields):
     cfg = ChickenFootConfig(**fields)
     for seed in range(12):
         source = Engine(cfg, seed=seed)
@@ -58,7 +58,7 @@ def test_i15_engine_deal_round_replays_a_deal(fields):
         assert np.array_equal(copy.on_table, source.on_table)
 
 
-def test_i15_engine_rng_stream_and_deal_order():
+def test_engine_deal_order_is_the_rngs_first_shuffle_and_deal_round_leaves_the_rng_alone():
     cfg = ChickenFootConfig()
     engine = Engine(cfg, seed=7)
     # The RNG's first permutation is the first round's shuffle, as before deal_round existed.
@@ -72,7 +72,7 @@ def test_i15_engine_rng_stream_and_deal_order():
     assert isinstance(engine.deal_order, tuple)  # not an alias of anything the engine changes
 
 
-def test_i15_engine_deal_round_refuses_bad_orders_and_started_rounds():
+def test_engine_deal_round_refuses_bad_orders_and_started_rounds():
     cfg = ChickenFootConfig()
     engine = Engine(cfg, seed=1)
     before = engine.snapshot()
@@ -91,7 +91,7 @@ def test_i15_engine_deal_round_refuses_bad_orders_and_started_rounds():
         engine.deal_round(range(55))
 
 
-def test_i15_engine_set_next_draws_takes_the_given_tiles_in_order():
+def test_engine_set_next_draws_takes_the_given_tiles_in_order():
     cfg = ChickenFootConfig(num_players=2, max_pips=6)
     for seed in range(40):
         engine = Engine(cfg, seed=seed)
@@ -115,7 +115,7 @@ def test_i15_engine_set_next_draws_takes_the_given_tiles_in_order():
 
 
 # ---------------------------------------------------------------- parameters
-def test_i15_load_game_with_the_config_parameters():
+def test_load_game_takes_the_config_fields_as_parameters():
     game = pyspiel.load_game(og.GAME_NAME)
     assert game.config == ChickenFootConfig()
     params = game.get_parameters()
@@ -134,7 +134,7 @@ def test_i15_load_game_with_the_config_parameters():
     assert game.get_type().chance_mode == pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
 
 
-def test_i15_invalid_parameters_raise_clear_errors():
+def test_invalid_parameters_raise_clear_errors():
     with pytest.raises(ValueError, match=r"max_pips must be one of \(6, 9, 12, 15, 18\)"):
         pyspiel.load_game(og.GAME_NAME, {"max_pips": 7})
     with pytest.raises(ValueError, match="hand_size must be 2..13"):
@@ -157,7 +157,7 @@ def test_i15_invalid_parameters_raise_clear_errors():
     ids=["default", "2p-double6", "six-arms", "draw-until-playable", "all-draw", "lower-double",
          "target-score", "one-toe"],
 )
-def test_i15_random_sim_test_with_serialization(fields, sims):
+def test_pyspiel_random_sim_test_passes_with_serialization(fields, sims):
     game = pyspiel.load_game(og.GAME_NAME, fields)
     pyspiel.random_sim_test(game, num_sims=sims, serialize=True, verbose=False)
 
@@ -165,7 +165,7 @@ def test_i15_random_sim_test_with_serialization(fields, sims):
 # ---------------------------------------------------------------- chance nodes
 @pytest.mark.parametrize("fields", [DEFAULT, VARIANTS[0], VARIANTS[1]],
                          ids=["default", "draw-until-playable", "all-draw"])
-def test_i15_chance_nodes_deal_every_tile_and_every_draw(fields):
+def test_chance_nodes_deal_every_tile_and_every_draw(fields):
     game = pyspiel.load_game(og.GAME_NAME, {**fields, "num_rounds": 2})
     cfg, rng = game.config, np.random.default_rng(3)
     size, dealt = cfg.hand_size, cfg.num_players * cfg.hand_size
@@ -248,12 +248,12 @@ def lockstep(fields: dict, seed: int, policy_rng: np.random.Generator) -> int:
     ids=["default-3-rounds", "2p-double6", "six-arms", "draw-until-playable", "all-draw",
          "lower-double", "target-score", "one-toe"],
 )
-def test_i15_cross_check_with_env_over_seeded_games(fields):
+def test_openspiel_game_matches_the_env_at_every_decision_over_seeded_games(fields):
     rng = np.random.default_rng(11)
     assert sum(lockstep(fields, seed, rng) for seed in range(3)) > 0
 
 
-def test_i15_cross_check_full_default_game():
+def test_openspiel_game_matches_the_env_at_every_decision_in_a_full_default_game():
     assert lockstep({}, seed=2024, policy_rng=np.random.default_rng(0)) > 100
 
 
@@ -269,7 +269,7 @@ def played_state(fields: dict, seed: int, decisions: int):
     return game, state
 
 
-def test_i15_observer_is_our_observation_vector_and_the_infostate_a_string():
+def test_observer_is_our_observation_vector_and_the_infostate_a_string():
     game, state = played_state({}, seed=4, decisions=30)
     cfg, layout = game.config, observation_layout(game.config)
     observer = game.make_py_observer()
@@ -303,7 +303,7 @@ def test_i15_observer_is_our_observation_vector_and_the_infostate_a_string():
             perfect_recall=False, public_info=True, private_info=pyspiel.PrivateInfoType.NONE))
 
 
-def test_i15_a_finished_round_is_public_in_every_information_state():
+def test_a_finished_round_is_public_in_every_information_state():
     game, state = played_state({"num_rounds": 2, "num_players": 3}, seed=1, decisions=0)
     rng = np.random.default_rng(1)
     while len(state._core.engine.scores[0]) == 0:
@@ -314,7 +314,7 @@ def test_i15_a_finished_round_is_public_in_every_information_state():
 
 
 # ---------------------------------------------------------------- returns (R13)
-def test_i15_returns_are_r13_zero_sum():
+def test_returns_are_r13_zero_sum():
     assert og.r13_returns(2, [1]) == [-1.0, 1.0]
     assert og.r13_returns(4, [2]) == pytest.approx([-1 / 3, -1 / 3, 1.0, -1 / 3])
     assert og.r13_returns(4, [0, 3]) == pytest.approx([1 / 3, -1 / 3, -1 / 3, 1 / 3])
@@ -335,7 +335,7 @@ def test_i15_returns_are_r13_zero_sum():
 @pytest.mark.slow
 @pytest.mark.parametrize("fields", [DEFAULT, TWO_D6] + VARIANTS[:3], ids=[
     "default", "2p-double6", "draw-until-playable", "all-draw", "lower-double"])
-def test_i15_resample_keeps_the_infostate_and_reads_nothing_else(fields):
+def test_resample_keeps_the_infostate_and_reads_nothing_else(fields):
     game = pyspiel.load_game(og.GAME_NAME, {**fields, "num_rounds": 2})
     rng = np.random.default_rng(5)
     state, checked, differ = game.new_initial_state(), 0, 0
@@ -364,7 +364,7 @@ def test_i15_resample_keeps_the_infostate_and_reads_nothing_else(fields):
     assert checked > 5 and differ > checked // 2
 
 
-def test_i15_resample_at_chance_nodes_and_at_the_end():
+def test_resample_at_chance_nodes_and_at_the_end():
     game = pyspiel.load_game(og.GAME_NAME, {"num_players": 3, "draw_until_playable": True, "num_rounds": 2})
     rng, state, checked = np.random.default_rng(2), game.new_initial_state(), 0
     while not state.is_terminal():
@@ -381,7 +381,7 @@ def test_i15_resample_at_chance_nodes_and_at_the_end():
     assert end.is_terminal() and str(end) == str(state)  # at the end everything is public
 
 
-def test_i15_resample_validates_the_player():
+def test_resample_validates_the_player():
     _, state = played_state({}, seed=1, decisions=3)
     with pytest.raises(ValueError, match="player_id must be a seat 0..3"):
         state.resample_from_infostate(4, pyspiel.UniformProbabilitySampler(0.0, 1.0))
@@ -430,7 +430,7 @@ def test_resample_takes_any_real_number_in_the_unit_interval_and_refuses_a_non_c
 
 
 # ---------------------------------------------------------------- clone, serialization, errors
-def test_i15_clone_and_serialize_round_trip_and_illegal_actions_raise():
+def test_clone_and_serialize_round_trip_and_illegal_actions_raise():
     game, state = played_state({"num_players": 3}, seed=6, decisions=40)
     clone = state.clone()
     assert str(clone) == str(state) and clone.history() == state.history()
@@ -451,7 +451,7 @@ def test_i15_clone_and_serialize_round_trip_and_illegal_actions_raise():
 
 # ---------------------------------------------------------------- bots
 @pytest.mark.slow
-def test_i15_openspiel_ismcts_bot_plays_full_games():
+def test_openspiel_ismcts_bot_plays_full_games():
     from open_spiel.python.algorithms import ismcts, mcts
 
     for fields, sims in [({**TWO_D6, "num_rounds": 2}, 8), ({"num_rounds": 1}, 4)]:
@@ -475,7 +475,7 @@ def test_i15_openspiel_ismcts_bot_plays_full_games():
         assert max(returns) > 0 or min(returns) == max(returns) == 0
 
 
-def test_i15_evaluate_bots_pits_openspiel_ismcts_against_our_heuristic():
+def test_evaluate_bots_pits_openspiel_ismcts_against_our_heuristic():
     from open_spiel.python.algorithms import evaluate_bots
 
     cfg = ChickenFootConfig(num_players=2, max_pips=6, num_rounds=1)
@@ -488,7 +488,7 @@ def test_i15_evaluate_bots_pits_openspiel_ismcts_against_our_heuristic():
         assert sorted(returns) in ([-1.0, 1.0], [0.0, 0.0])
 
 
-def test_i15_policy_bot_acts_as_the_policy_does_on_the_env_observation():
+def test_policy_bot_acts_as_the_policy_does_on_the_env_observation():
     cfg = ChickenFootConfig(num_players=3, num_rounds=1)
     game, state = played_state(og.game_parameters(cfg), seed=2, decisions=0)
     policy = load_policy("heuristic", cfg, seed=0)
@@ -511,7 +511,7 @@ def test_i15_policy_bot_acts_as_the_policy_does_on_the_env_observation():
         osb.PolicyBot(policy, (fresh.current_player() + 1) % 3).step(fresh)
 
 
-def test_i15_measure_script_runs_a_handful_of_games(capsys):
+def test_measure_script_runs_a_handful_of_games(capsys):
     assert osb.main(["--games", "2", "--simulations", "4", "--players", "2", "--max-pips", "6",
                      "--opponents", "heuristic", "random"]) == 0
     out = capsys.readouterr().out
@@ -540,7 +540,7 @@ def test_openspiel_ismcts_bot_and_the_measure_script_bound_the_simulations():
         osb.main(["--simulations", str(10**12)])
 
 
-def test_i15_wilson_interval():
+def test_wilson_interval_matches_known_bounds_and_stays_in_0_1():
     low, high = osb.wilson_interval(0.5, 100)
     assert low == pytest.approx(0.4038, abs=1e-3) and high == pytest.approx(0.5962, abs=1e-3)
     assert osb.wilson_interval(0.0, 10)[0] == 0.0 and osb.wilson_interval(1.0, 10)[1] == 1.0

@@ -1,4 +1,4 @@
-"""Issue 12 items 1-5 for the single-agent env (`cf_env.single_agent`, `cf_env/ChickenFoot-v1`):
+"""Hardening of the single-agent env (`cf_env.single_agent`, `cf_env/ChickenFoot-v1`):
 seeded resets replay on a used env for every opponent kind, SB3's `make_vec_env` and `rgb_array`
 rendering, actions checked by the engine's rules (never coerced), no stepping outside an episode,
 the checkers on the registered id's defaults, typo'd keywords and masks through the wrappers.
@@ -37,7 +37,7 @@ def _state(env) -> tuple:
 
 
 def _placeholder_only(env) -> bool:
-    """No episode running: the mask is the terminal placeholder alone (issue 15 item 2; it was
+    """No episode running: the mask is the terminal placeholder alone (it was
     all False, an empty set that makes a masked categorical NaN)."""
     mask = env.unwrapped.action_masks()
     return mask.sum() == 1 and bool(mask[env.unwrapped.terminal_action])
@@ -60,7 +60,7 @@ def _trace(env, seed: int, steps: int, reset_seed: int | None) -> list:
     return out
 
 
-# ============================================================================ item 1
+# ============================================================================ seeded resets
 class _CachingSampler:
     """A user's `OpponentSampler` that builds each policy once and reuses it across games."""
 
@@ -103,7 +103,7 @@ OPPONENT_KINDS = {
 
 
 @pytest.mark.parametrize("kind", list(OPPONENT_KINDS))
-def test_i12_01_reset_seed_reproduces_on_a_used_env(kind):
+def test_reset_seed_reproduces_on_a_used_env(kind):
     """The same seed gives the same games whatever the env played before: the opponents'
     policies are restarted (cached ones had drawn from the env's RNG only when first built,
     and their own RNGs had moved on)."""
@@ -118,14 +118,14 @@ def test_i12_01_reset_seed_reproduces_on_a_used_env(kind):
     assert _trace(fresh, seed=1, steps=steps, reset_seed=123) == first
 
 
-def test_i12_01_issue_example_through_gym_make():
+def test_gym_make_reset_with_the_same_seed_gives_the_same_observation():
     env = gym.make(ENV_ID, opponents=["random"])
     first, _ = env.reset(seed=123)
     second, _ = env.reset(seed=123)
     np.testing.assert_array_equal(first, second)
 
 
-def test_i12_01_policies_reset_before_every_game_and_sampler_changes_survive_reseeding():
+def test_policies_reset_before_every_game_and_sampler_changes_survive_reseeding():
     resets = []
 
     class Resettable:
@@ -154,7 +154,7 @@ def test_i12_01_policies_reset_before_every_game_and_sampler_changes_survive_res
     assert env._sampler is not env.opponents  # games never draw from the source itself
 
 
-def test_i12_01_opponents_that_cannot_be_copied_are_refused_and_nothing_changes():
+def test_opponents_that_cannot_be_copied_are_refused_and_nothing_changes():
     class Locked(_CachingSampler):
         def __init__(self, config):
             super().__init__(config)
@@ -170,9 +170,9 @@ def test_i12_01_opponents_that_cannot_be_copied_are_refused_and_nothing_changes(
         ChickenFootSingleAgentEnv(opponents=Locked(ChickenFootConfig()))
 
 
-# ============================================================================ item 2
+# ======================================================================= make_vec_env and rendering
 @pytest.mark.slow
-def test_i12_02_make_vec_env_as_written():
+def test_sb3_make_vec_env_resets_and_renders_rgb_frames():
     pytest.importorskip("sb3_contrib", reason="SB3 and sb3-contrib: the train extra")
     from stable_baselines3.common.env_util import make_vec_env
 
@@ -191,7 +191,7 @@ def test_i12_02_make_vec_env_as_written():
 
 
 @pytest.mark.slow
-def test_i12_02_rgb_array_is_the_learners_view_with_a_fixed_size():
+def test_rgb_array_is_the_learners_view_with_a_fixed_size():
     env = gym.make(ENV_ID, opponents=["greedy"], render_mode="rgb_array", num_rounds=2)
     raw = env.unwrapped
     env.reset(seed=4)
@@ -212,12 +212,12 @@ def test_i12_02_rgb_array_is_the_learners_view_with_a_fixed_size():
 
 
 @pytest.mark.parametrize("mode", ["human", "rgb", ""])
-def test_i12_02_bad_render_mode_names_the_valid_ones(mode):
+def test_bad_render_mode_names_the_valid_ones(mode):
     with pytest.raises(ValueError, match=r"render_mode must be None or one of \['ansi', 'rgb_array'\]"):
         gym.make(ENV_ID, render_mode=mode)
 
 
-# ============================================================================ item 3
+# ============================================================================ malformed actions
 def _legal(env) -> int:
     return int(np.flatnonzero(env.unwrapped.action_masks())[0])
 
@@ -237,7 +237,7 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("name", list(MALFORMED))
-def test_i12_03_malformed_actions_raise_and_change_nothing(name):
+def test_malformed_actions_raise_and_change_nothing(name):
     env = ChickenFootSingleAgentEnv(opponents=["greedy"])
     env.reset(seed=0)
     action = MALFORMED[name](_legal(env))
@@ -249,7 +249,7 @@ def test_i12_03_malformed_actions_raise_and_change_nothing(name):
 
 
 @pytest.mark.parametrize("name", list(MALFORMED))
-def test_i12_03_penalize_treats_malformed_actions_as_the_aec_env_does(name):
+def test_penalize_treats_malformed_actions_as_the_aec_env_does(name):
     """As in the AEC env, `"penalize"` penalises a malformed action like an illegal one: -1 and
     the episode ends; the engine never applied it, and the episode cannot be stepped on."""
     env = ChickenFootSingleAgentEnv(opponents=["greedy"], illegal_action="penalize")
@@ -268,7 +268,7 @@ def test_i12_03_penalize_treats_malformed_actions_as_the_aec_env_does(name):
 @pytest.mark.parametrize(
     "convert", [np.int64, np.int32, np.uint8, np.array], ids=["int64", "int32", "uint8", "0-d array"]
 )
-def test_i12_03_numpy_integers_play_like_ints(convert):
+def test_numpy_integers_play_like_ints(convert):
     twins = [ChickenFootSingleAgentEnv(opponents=["random"]) for _ in range(2)]
     for env in twins:
         env.reset(seed=5)
@@ -284,13 +284,13 @@ def test_i12_03_numpy_integers_play_like_ints(convert):
                 env.reset()
 
 
-# ============================================================================ item 4
+# ====================================================================== stepping outside an episode
 @pytest.mark.parametrize("illegal_action", ["raise", "penalize"])
 @pytest.mark.parametrize("episode", ["round", "game"])
-def test_i12_04_stepping_a_finished_episode_always_raises(episode, illegal_action):
+def test_stepping_a_finished_episode_always_raises(episode, illegal_action):
     """After terminated=True every step raises (it used to play on into the next round for 8
-    of these 40 seeds) and changes nothing; the mask is the terminal placeholder alone (issue
-    15 item 2: it was all False); reset() starts the next episode."""
+    of these 40 seeds) and changes nothing; the mask is the terminal placeholder alone (it
+    was all False); reset() starts the next episode."""
     rounds = 1 if episode == "game" else None  # round episodes: the game goes on after them
     env = ChickenFootSingleAgentEnv(
         opponents=["random"], episode=episode, num_rounds=rounds, illegal_action=illegal_action
@@ -319,7 +319,7 @@ def test_i12_04_stepping_a_finished_episode_always_raises(episode, illegal_actio
         assert learner_could_act == 8  # the seeds the old check let through
 
 
-def test_i12_04_step_before_reset_gives_a_clear_error():
+def test_step_before_reset_gives_a_clear_error():
     env = ChickenFootSingleAgentEnv(opponents=["greedy"])
     before = _state(env)
     assert _placeholder_only(env)
@@ -339,7 +339,7 @@ def test_i12_04_step_before_reset_gives_a_clear_error():
         broken.step(0)
 
 
-def test_i12_04_an_opponent_failing_mid_step_halts_the_episode():
+def test_an_opponent_failing_mid_step_halts_the_episode():
     class Faulty:
         def __init__(self, config, seed=None):
             self.calls = 0
@@ -364,13 +364,13 @@ def test_i12_04_an_opponent_failing_mid_step_halts_the_episode():
     assert _state(env) == before
 
 
-# ============================================================================ item 5
-def test_i12_05_checkers_pass_on_the_registered_defaults():
+# ======================================================= checkers, typos and masks through wrappers
+def test_gymnasium_and_sb3_env_checkers_pass_on_the_registered_defaults():
     pytest.importorskip("sb3_contrib", reason="SB3 and sb3-contrib: the train extra")
     from gymnasium.utils.env_checker import check_env
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    check_env(gym.make(ENV_ID).unwrapped)  # as written in the issue
+    check_env(gym.make(ENV_ID).unwrapped)  # as a user writes it
     sb3_check_env(gym.make(ENV_ID))
     # They step unmasked random actions, which the class's default "raise" refuses: the
     # registered id defaults to "penalize", anything given explicitly is kept.
@@ -392,7 +392,7 @@ def test_i12_05_checkers_pass_on_the_registered_defaults():
     ],
     ids=["keyword", "keyword 2", "config dict"],
 )
-def test_i12_05_typo_keyword_gets_the_aec_envs_message(kwargs, typo, meant):
+def test_typo_keyword_gets_the_aec_envs_message(kwargs, typo, meant):
     with pytest.raises(ValueError) as aec:
         raw_env(**kwargs.get("config", kwargs))
     with pytest.raises(ValueError) as ours:
@@ -402,7 +402,7 @@ def test_i12_05_typo_keyword_gets_the_aec_envs_message(kwargs, typo, meant):
     assert f"did you mean {typo!r} -> {meant!r}?" in str(ours.value)
 
 
-def test_i12_05_typo_in_rules_on_top_of_a_config_object_and_a_bad_config_type():
+def test_typo_in_rules_on_top_of_a_config_object_and_a_bad_config_type():
     with pytest.raises(ValueError, match=r"unknown config field.*'num_player'"):
         ChickenFootSingleAgentEnv(ChickenFootConfig(), num_player=3)
     with pytest.raises(ValueError, match="config must be a ChickenFootConfig, a dict of its fields"):
@@ -410,7 +410,7 @@ def test_i12_05_typo_in_rules_on_top_of_a_config_object_and_a_bad_config_type():
 
 
 @pytest.mark.slow
-def test_i12_05_maskable_ppo_on_make_vec_env():
+def test_maskable_ppo_reads_the_masks_and_trains_on_make_vec_env():
     """sb3-contrib reaches `action_masks` through SB3's vector envs (`env_method`, which uses
     gymnasium's `get_wrapper_attr`), so MaskablePPO trains on `make_vec_env(ENV_ID)` as is."""
     pytest.importorskip("sb3_contrib", reason="SB3 and sb3-contrib: the train extra")
@@ -437,7 +437,8 @@ def test_i12_05_maskable_ppo_on_make_vec_env():
     np.testing.assert_array_equal(env.get_wrapper_attr("action_masks")(), env.unwrapped.action_masks())
 
 
-def test_i12_01_spec_opponents_start_empty_in_every_copy_in_play():
+# ================================================================== seeded resets: the copy in play
+def test_spec_opponents_start_empty_in_every_copy_in_play():
     """SpecOpponents' cache lives in the copy in play; the source keeps none (what makes the
     restart at reset(seed=...) rebuild every policy)."""
     env = ChickenFootSingleAgentEnv(opponents=["random", "greedy"])
@@ -446,7 +447,7 @@ def test_i12_01_spec_opponents_start_empty_in_every_copy_in_play():
     assert env._sampler._built and not env.opponents._built
 
 
-def test_i12_01_soak_replays_single_agent_games_from_their_seed(capsys):
+def test_soak_replays_single_agent_games_from_their_seed(capsys):
     """`python -m cf_env.soak` plays some games through the single-agent env twice from one
     seed (the second time on the used env) and counts them in its summary line."""
     from cf_env.tools import soak

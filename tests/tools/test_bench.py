@@ -1,4 +1,5 @@
-"""The benchmark runs end to end at tiny sizes and measures what it claims (issue 5).
+"""The benchmark (`python -m cf_env.bench`) runs end to end at tiny sizes and measures what it
+claims.
 
 No timed assertions: speed is reported by `python -m cf_env.bench`, never asserted here.
 """

@@ -231,11 +231,11 @@ def test_move_names_say_where_the_tile_goes():
     assert seen_foot and seen_arm
 
 
-# ------------------------------------------------------------------ issue 12: hardening
+# ------------------------------------------ hardening: checkpoint cards, paths, tables
 CHECKPOINT = f"ppo:{ROOT / 'checkpoints' / 'ppo-4p-d9'}"  # the shipped agent: 4 players, double-9
 
 
-def test_i12_17_a_checkpoint_opponent_sets_the_rules_from_its_card():
+def test_a_checkpoint_opponent_sets_the_rules_from_its_card():
     out = io.StringIO()
     code = play_main(
         ["--opponents", CHECKPOINT, "--seed", "1", "--rounds", "1"], out=out, inp=io.StringIO("")
@@ -263,7 +263,7 @@ def test_i12_17_a_checkpoint_opponent_sets_the_rules_from_its_card():
         ),
     ],
 )
-def test_i12_17_options_that_contradict_the_card_exit_2(args, message, capsys):
+def test_options_that_contradict_the_card_exit_2(args, message, capsys):
     out = io.StringIO()
     code = play_main(["--opponents", CHECKPOINT, *args], out=out, inp=io.StringIO(""))
     assert code == 2
@@ -272,7 +272,7 @@ def test_i12_17_options_that_contradict_the_card_exit_2(args, message, capsys):
     assert out.getvalue() == ""  # refused before the game
 
 
-def test_i12_17_output_paths_are_checked_before_the_game(tmp_path, capsys):
+def test_output_paths_are_checked_before_the_game(tmp_path, capsys):
     cases = [
         (["--record", str(tmp_path / "missing" / "game.json")], "does not exist"),
         (["--record", str(tmp_path)], "is a folder; give a file name"),
@@ -287,7 +287,7 @@ def test_i12_17_output_paths_are_checked_before_the_game(tmp_path, capsys):
         assert out.getvalue() == ""  # not a move was played
 
 
-def test_i12_17_the_start_double_search_is_announced():
+def test_the_search_for_the_start_double_is_announced():
     config = ChickenFootConfig(max_pips=6, num_players=2, num_rounds=1)
     # Seed 7: nobody is dealt the 6|6 (R5); seed 1: seat 1 holds it.
     searched, dealt = Engine(config, seed=7), Engine(config, seed=1)
@@ -304,7 +304,7 @@ def test_i12_17_the_start_double_search_is_announced():
     assert "Nobody was dealt" not in out.getvalue()
 
 
-def test_i12_17_score_tables_align_long_names_and_reveal_hands(tmp_path):
+def test_score_tables_align_long_names_and_reveal_hands(tmp_path):
     long_spec = "cf_env.agents.bots:GreedyPolicy"  # "player_1 (cf_env.bots:GreedyPolicy)": 35 characters
     record = tmp_path / "game.json"
     out = io.StringIO()
@@ -327,7 +327,7 @@ def test_i12_17_score_tables_align_long_names_and_reveal_hands(tmp_path):
         assert row.endswith("   " + (hand or "(out)")), (row, hand)
 
 
-# ------------------------------------------------------------------ issue 12 item 22: variants
+# ------------------------------------- rule variants: target scores, start-double search
 def _card_with(monkeypatch, **fields) -> ChickenFootConfig:
     """Play under rules a checkpoint's card would set (play has no options for the variants):
     `_card_rules` answers as for a card with `fields`, while the opponents stay bots."""
@@ -339,7 +339,7 @@ def _card_with(monkeypatch, **fields) -> ChickenFootConfig:
     return config
 
 
-def test_i12_22_play_counts_the_rounds_of_a_target_game(monkeypatch, tmp_path):
+def test_play_counts_the_rounds_of_a_target_game(monkeypatch, tmp_path):
     """A game to a target score is not "round r of N": rounds are counted (the countdown of
     doubles restarts after the double-blank), each finished table under its own round's number,
     and the end says in which round a total passed the target."""
@@ -363,7 +363,7 @@ def test_i12_22_play_counts_the_rounds_of_a_target_game(monkeypatch, tmp_path):
     assert f"A total passed 300 in round {played}: the game is over." in text
 
 
-def test_i12_22_rounds_option_contradicts_a_target_card(tmp_path, capsys):
+def test_rounds_option_against_a_target_score_card_exits_2(tmp_path, capsys):
     card = json.loads((ROOT / "checkpoints" / "ppo-4p-d9" / "card.json").read_text())
     card["env_config"]["target_score"] = 500
     (tmp_path / "card.json").write_text(json.dumps(card))
@@ -394,7 +394,7 @@ def test_i12_22_rounds_option_contradicts_a_target_card(tmp_path, capsys):
         ),
     ],
 )
-def test_i12_22_start_search_variants_are_announced(monkeypatch, search, message):
+def test_start_search_variants_are_announced(monkeypatch, search, message):
     config = _card_with(monkeypatch, max_pips=6, num_players=2, num_rounds=1, start_search=search)
     engine = Engine(config, seed=7)  # seed 7: nobody is dealt the 6|6 (as in the R5 test above)
     drew = [engine.hand_counts[s] - config.hand_size + (s == engine.start_seat) for s in (0, 1)]

@@ -1,6 +1,6 @@
-"""Hostile checkpoint files (`training.checkpoints`), issue 12 items 8 and 9: the weights-only
-loader refuses oversized or lying `policy.npz` members from the zip directory and `.npy` headers
-before decompressing them, bounds `card.json` and pointer sizes, turns JSON nested too deeply into
+"""Hostile checkpoint files (`training.checkpoints`): the weights-only loader refuses oversized
+or lying `policy.npz` members from the zip directory and `.npy` headers before decompressing
+them, bounds `card.json` and pointer sizes, turns JSON nested too deeply into
 `CheckpointError`, requires the card's `policy_sha256`, and follows `latest.json` only to a
 checkpoint directory beside it. Checkpoints here are written with random weights through the
 project's own writer, so no training (and no torch) is needed."""
@@ -76,8 +76,8 @@ def test_written_checkpoint_loads_and_plays(tmp_path):
                        "action_mask": mask}) in (3, 50)
 
 
-# ------------------------------------------------------------------------------ item 8
-def test_i12_08_oversized_member_is_refused_before_decompressing(tmp_path, monkeypatch):
+# ----------------------------------------------------------- oversized and lying files
+def test_oversized_member_is_refused_before_decompressing(tmp_path, monkeypatch):
     """A 64 MiB member of zeros (about 64 KB compressed) declaring a shape the card does not
     have: refused from its header, with no array read and far less than 64 MiB allocated."""
     folder = _checkpoint(tmp_path / "ckpt")
@@ -103,7 +103,7 @@ def test_i12_08_oversized_member_is_refused_before_decompressing(tmp_path, monke
     assert peak < 8 << 20, f"peak {peak} bytes while refusing a 64 MiB member"
 
 
-def test_i12_08_header_that_lies_about_its_size_is_refused(tmp_path):
+def test_header_that_lies_about_its_size_is_refused(tmp_path):
     """A member whose header declares 128 MiB but whose zip entry holds 1 KiB."""
     folder = _checkpoint(tmp_path / "ckpt")
     arrays = _arrays(folder)
@@ -115,7 +115,7 @@ def test_i12_08_header_that_lies_about_its_size_is_refused(tmp_path):
         ckpt.load_ppo_policy(folder)
 
 
-def test_i12_08_too_many_members_are_refused_unopened(tmp_path, monkeypatch):
+def test_too_many_members_are_refused_unopened(tmp_path, monkeypatch):
     folder = _checkpoint(tmp_path / "ckpt")
     arrays = _arrays(folder)
     extra = {f"x{i}": np.zeros(1, np.float32) for i in range(128)}  # 2 * MAX_LAYERS
@@ -129,7 +129,7 @@ def test_i12_08_too_many_members_are_refused_unopened(tmp_path, monkeypatch):
     assert opened == []
 
 
-def test_i12_08_declared_total_and_file_size_are_bounded(tmp_path, monkeypatch):
+def test_policy_file_size_and_declared_total_are_bounded(tmp_path, monkeypatch):
     folder = _checkpoint(tmp_path / "ckpt")
     size = (folder / "policy.npz").stat().st_size
     monkeypatch.setattr(reader, "MAX_POLICY_BYTES", size - 1)
@@ -143,7 +143,7 @@ def test_i12_08_declared_total_and_file_size_are_bounded(tmp_path, monkeypatch):
         ckpt.load_weights(folder)
 
 
-def test_i12_08_oversized_card_is_refused_unread(tmp_path):
+def test_oversized_card_is_refused_unread(tmp_path):
     folder = _checkpoint(tmp_path / "ckpt")
     _edit_card(folder, lambda c: c.update(notes="x" * ckpt.MAX_CARD_BYTES))
     with pytest.raises(ckpt.CheckpointError,
@@ -152,7 +152,7 @@ def test_i12_08_oversized_card_is_refused_unread(tmp_path):
         ckpt.load_ppo_policy(folder)
 
 
-def test_i12_08_card_declaring_a_huge_network_is_refused(tmp_path):
+def test_card_declaring_a_huge_network_is_refused(tmp_path):
     """The card's architecture is what member shapes are checked against, so it is bounded too;
     and its observation_size must be the env config's."""
     folder = _checkpoint(tmp_path / "ckpt")
@@ -167,7 +167,7 @@ def test_i12_08_card_declaring_a_huge_network_is_refused(tmp_path):
         ckpt.read_card(folder)
 
 
-# ------------------------------------------------------------------------------ item 9
+# ----------------------------------------------- checkpoint pointers and card digests
 def _run_with_pointer(tmp_path: Path, path: object) -> Path:
     """A run directory holding checkpoint step_1 and a latest.json whose "path" is `path`."""
     run = tmp_path / "run"
@@ -178,7 +178,7 @@ def _run_with_pointer(tmp_path: Path, path: object) -> Path:
 
 @pytest.mark.parametrize("path", ["..", ".", "", "../../outside", "step_1/../../../outside",
                                   "OUTSIDE_ABSOLUTE", 7])
-def test_i12_09_pointer_cannot_leave_its_folder(tmp_path, path):
+def test_pointer_cannot_leave_its_folder(tmp_path, path):
     outside = _checkpoint(tmp_path / "outside")  # what an escaping pointer would reach
     if path == "OUTSIDE_ABSOLUTE":
         path = str(outside)
@@ -190,7 +190,7 @@ def test_i12_09_pointer_cannot_leave_its_folder(tmp_path, path):
         load_policy(f"ppo:{run}", CONFIG)
 
 
-def test_i12_09_pointer_through_a_symlink_out_of_the_run_is_refused(tmp_path):
+def test_pointer_through_a_symlink_out_of_the_run_is_refused(tmp_path):
     outside = _checkpoint(tmp_path / "outside")
     run = _run_with_pointer(tmp_path, "step_2")
     os.symlink(outside, run / "checkpoints" / "step_2")
@@ -198,7 +198,7 @@ def test_i12_09_pointer_through_a_symlink_out_of_the_run_is_refused(tmp_path):
         ckpt.resolve_checkpoint(run)
 
 
-def test_i12_09_pointer_cycles_and_chains_are_refused(tmp_path):
+def test_pointer_cycles_and_chains_are_refused(tmp_path):
     # latest.json -> loop, a symlink to the checkpoints folder itself (whose latest.json -> loop).
     run = _run_with_pointer(tmp_path, "loop")
     os.symlink(run / "checkpoints", run / "checkpoints" / "loop")
@@ -220,7 +220,7 @@ def test_i12_09_pointer_cycles_and_chains_are_refused(tmp_path):
     assert ckpt.resolve_checkpoint(ok) == ok / "checkpoints" / "newest"
 
 
-def test_i12_09_deeply_nested_json_is_a_checkpoint_error(tmp_path):
+def test_deeply_nested_json_is_a_checkpoint_error(tmp_path):
     deep = "[" * 20_000 + "]" * 20_000  # under the size limits, far over the recursion limit
     run = _run_with_pointer(tmp_path, "step_1")
     (run / "checkpoints" / "latest.json").write_text(deep)
@@ -241,7 +241,7 @@ def test_i12_09_deeply_nested_json_is_a_checkpoint_error(tmp_path):
     (lambda c: c.update(policy_sha256=None), "'policy_sha256' must be str"),
     (lambda c: c.update(policy_sha256="abc"), "policy_sha256 must be 64 lowercase hex digits"),
 ])
-def test_i12_09_card_without_a_valid_digest_is_refused(tmp_path, edit, message):
+def test_card_without_a_valid_digest_is_refused(tmp_path, edit, message):
     folder = _checkpoint(tmp_path / "ckpt")
     _edit_card(folder, edit)
     with pytest.raises(ckpt.CheckpointError, match=message):

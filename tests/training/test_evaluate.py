@@ -254,7 +254,7 @@ def test_cli_writes_json_markdown_and_png(tmp_path, capsys):
               "--out", str(out), "--no-progress"])
 
 
-# --------------------------------------------------------------------------- issue 12: CLI hardening
+# --------------------------------------------------------------------------- CLI hardening
 SMALL_CLI = ["--players", "3", "--max-pips", "6", "--rounds", "2", "--deals", "2", "--no-progress"]
 
 
@@ -286,7 +286,7 @@ def refuse_to_play(monkeypatch):
         (["--agent", "greedy", "--opponents", ","], "at least one opponent"),
     ],
 )
-def test_i12_15_evaluate_user_errors_print_one_error_line_and_exit_2(
+def test_evaluate_user_errors_print_one_error_line_and_exit_2(
     args, message, tmp_path, capsys, monkeypatch
 ):
     refuse_to_play(monkeypatch)
@@ -297,7 +297,7 @@ def test_i12_15_evaluate_user_errors_print_one_error_line_and_exit_2(
     assert not out.exists()
 
 
-def test_i12_15_evaluate_illegal_policy_action_is_one_error_line_exit_1(tmp_path, capsys):
+def test_evaluate_illegal_policy_action_is_one_error_line_exit_1(tmp_path, capsys):
     # Not a bad argument but a policy that fails during play: reported like cf_env.play does.
     with pytest.raises(SystemExit) as exited:
         main([*SMALL_CLI, "--agent", "test_evaluate:always_pass", "--opponents", "random",
@@ -309,7 +309,7 @@ def test_i12_15_evaluate_illegal_policy_action_is_one_error_line_exit_1(tmp_path
 
 @pytest.mark.slow
 @pytest.mark.parametrize("given", ["x.md", "x.png", "x.json", "x", "X.JSON"])
-def test_i12_16_out_names_three_files_and_never_overwrites_the_json(given, tmp_path, capsys):
+def test_out_names_three_files_and_never_overwrites_the_json(given, tmp_path, capsys):
     main([*SMALL_CLI, "--agent", "greedy", "--opponents", "random", "--seed", "2",
           "--out", str(tmp_path / given)])
     stem = tmp_path / given.split(".")[0]
@@ -323,7 +323,7 @@ def test_i12_16_out_names_three_files_and_never_overwrites_the_json(given, tmp_p
     )
 
 
-def test_i12_16_output_paths_keep_other_suffixes_in_the_name():
+def test_output_paths_keep_other_suffixes_in_the_name():
     assert [p.name for p in output_paths("r/eval-v1.2")] == [
         "eval-v1.2.json", "eval-v1.2.md", "eval-v1.2.png"]
     assert [str(p) for p in output_paths("r/a.md")] == ["r/a.json", "r/a.md", "r/a.png"]
@@ -331,7 +331,7 @@ def test_i12_16_output_paths_keep_other_suffixes_in_the_name():
         output_paths(".")
 
 
-def test_i12_16_unwritable_out_fails_before_playing(tmp_path, capsys, monkeypatch):
+def test_unwritable_out_fails_before_playing(tmp_path, capsys, monkeypatch):
     refuse_to_play(monkeypatch)
     (tmp_path / "eval.md").mkdir()  # the Markdown output's name is taken by a folder
     with pytest.raises(SystemExit) as exited:
@@ -342,7 +342,7 @@ def test_i12_16_unwritable_out_fails_before_playing(tmp_path, capsys, monkeypatc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eval.md"]  # nothing left behind
 
 
-def test_i12_16_record_folder_holds_one_replayable_record_per_game(tmp_path, capsys):
+def test_record_folder_holds_one_replayable_record_per_game(tmp_path, capsys):
     from cf_env.viz import replay
 
     folder = tmp_path / "games"
@@ -361,7 +361,7 @@ def test_i12_16_record_folder_holds_one_replayable_record_per_game(tmp_path, cap
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "not_empty"])
-def test_i12_16_record_must_be_a_new_or_empty_folder(kind, tmp_path, capsys, monkeypatch):
+def test_record_must_be_a_new_or_empty_folder(kind, tmp_path, capsys, monkeypatch):
     refuse_to_play(monkeypatch)
     if kind == "jsonl":
         record, message = tmp_path / "games.jsonl", "must be a folder"

@@ -276,7 +276,7 @@ def test_shipped_agent_is_weights_only_and_plays(observations, monkeypatch):
         assert obs["action_mask"][policy.act(obs)] == 1
 
 
-# ------------------------------------------------------------------------------ issue 12
+# ------------------------------------- symlinks, nested JSON and the Security section
 def _move_out(path: Path, outside: Path) -> None:
     """Replace `path` by a symlink to a copy of it in `outside` (as a crafted download might)."""
     outside.mkdir(exist_ok=True)
@@ -297,8 +297,7 @@ SYMLINKED = {  # what is replaced by a symlink out of the folder; the export's s
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(SYMLINKED))
-def test_i12_10_export_does_not_follow_symlinks_out_of_the_source(smoke_run, tmp_path, capsys,
-                                                                  name):
+def test_export_does_not_follow_symlinks_out_of_the_source(smoke_run, tmp_path, capsys, name):
     run = tmp_path / "run"
     shutil.copytree(smoke_run, run)
     step = ckpt.resolve_checkpoint(run)
@@ -335,8 +334,7 @@ def test_symlinks_inside_the_source_are_still_followed(smoke_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_i12_09_export_refuses_deeply_nested_run_json_with_one_error_line(smoke_run, tmp_path,
-                                                                           capsys):
+def test_export_refuses_deeply_nested_run_json_with_one_error_line(smoke_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(smoke_run, run)
     (run / "run.json").write_text("[" * 20_000 + "]" * 20_000)
@@ -352,7 +350,7 @@ def test_i12_09_export_refuses_deeply_nested_run_json_with_one_error_line(smoke_
         ex.export(run, tmp_path / "out")
 
 
-def test_i12_11_security_section_names_every_trust_boundary():
+def test_readme_security_section_names_every_trust_boundary():
     """Each way of making this project run someone else's code is named where users look."""
     readme = (ROOT / "README.md").read_text()
     start = readme.index("## Security: loading checkpoints")

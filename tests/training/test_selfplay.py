@@ -1,4 +1,4 @@
-"""The self-play trainer (issue 13, `training.collector`, `training.selfplay`): the collector's
+"""The self-play trainer (`training.collector`, `training.selfplay`): the collector's
 trajectories replay exactly through the AEC env, the privileged input reaches the critic and
 never the actor, masked sampling never picks an illegal action, resume continues the step count
 and the pool, a tiny run is deterministic, and both algorithms run on configs/smoke.yaml."""
@@ -58,7 +58,7 @@ def make_collector(games: int = 3, pool_share: float = 0.5, seed: int = 1, **kw)
 
 
 # ------------------------------------------------------------------------------ trajectories
-def test_i13_collector_trajectories_replay_through_the_aec_env():
+def test_collector_trajectories_replay_through_the_aec_env():
     """Every recorded transition is what the AEC env shows that seat at that decision (same
     observation, mask), the action is the one the game played, and each round's reward sits on
     the seat's last transition of the round, equal to the AEC env's reward. The opponents'
@@ -131,13 +131,13 @@ def test_collector_plays_opponents_without_a_compiled_form_through_their_act():
     assert roll.mask[np.arange(len(roll.action)), roll.action].all()
 
 
-def test_i13_forced_decisions_are_never_recorded():
+def test_forced_decisions_are_never_recorded():
     roll = make_collector(pool_share=0.0).collect(*small_nets(ChickenFootConfig()), steps=30)
     assert (roll.mask.sum(axis=1) >= 2).all()
 
 
 @pytest.mark.slow
-def test_i13_win_bonus_keeps_rewards_zero_sum():
+def test_win_bonus_keeps_rewards_zero_sum():
     collector = make_collector(games=2, pool_share=0.0, win_bonus=1.0)
     roll = collector.collect(*small_nets(ChickenFootConfig()), steps=60)
     done = roll.done
@@ -173,7 +173,7 @@ def _rows(collector: Collector, *engines: Engine) -> np.ndarray:
     return rows
 
 
-def test_i13_privileged_input_reaches_the_critic_never_the_actor():
+def test_privileged_input_reaches_the_critic_never_the_actor():
     config = ChickenFootConfig()
     engine = Engine(config, seed=5)
     seat = engine.current
@@ -210,7 +210,7 @@ def test_i13_privileged_input_reaches_the_critic_never_the_actor():
 
 # ------------------------------------------------------------------------------ masking
 @pytest.mark.slow
-def test_i13_masked_sampling_never_picks_an_illegal_action():
+def test_masked_sampling_never_picks_an_illegal_action():
     generator = torch.Generator().manual_seed(0)
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -250,7 +250,7 @@ def selfplay_run(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-def test_i13_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
+def test_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
     config = yaml.safe_load((selfplay_run / "config.yaml").read_text())
     assert config["algo"] == "selfplay"
     latest = ckpt.resolve_checkpoint(selfplay_run)
@@ -276,7 +276,7 @@ def test_i13_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
 
 
 @pytest.mark.slow
-def test_i13_export_of_a_selfplay_run_is_weights_only(selfplay_run, tmp_path):
+def test_export_of_a_selfplay_run_is_weights_only(selfplay_run, tmp_path):
     from training import export
 
     out = export.main([str(selfplay_run), str(tmp_path / "exported")])
@@ -286,7 +286,7 @@ def test_i13_export_of_a_selfplay_run_is_weights_only(selfplay_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_i14_ship_writes_the_privileged_critic_as_the_value_head(selfplay_run, tmp_path):
+def test_ship_writes_the_privileged_critic_as_the_value_head(selfplay_run, tmp_path):
     """A shipped self-play agent carries its critic (value.npz): numpy values equal the
     trainer's torch critic on collector rows, and `lookahead:` plays with it."""
     pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
@@ -311,7 +311,7 @@ def test_i14_ship_writes_the_privileged_critic_as_the_value_head(selfplay_run, t
 
 
 @pytest.mark.slow
-def test_i13_resume_continues_the_step_count_and_the_pool(selfplay_run, tmp_path):
+def test_resume_continues_the_step_count_and_the_pool(selfplay_run, tmp_path):
     copy = tmp_path / "sp"
     shutil.copytree(selfplay_run, copy)
     before = load_trainer_state(ckpt.resolve_checkpoint(copy))
@@ -338,7 +338,7 @@ def test_i13_resume_continues_the_step_count_and_the_pool(selfplay_run, tmp_path
 @pytest.mark.parametrize("sets", [[], ["selfplay.workers=2", "selfplay.overlap=true",
                                        "selfplay.update_dtype=bfloat16"]],
                          ids=["in-process", "two-workers-overlap-bfloat16"])
-def test_i13_a_tiny_run_is_deterministic(tmp_path, sets):
+def test_a_tiny_run_is_deterministic(tmp_path, sets):
     tiny = ["total_steps=256", "eval.every_steps=0", *sets]
     a = run(tmp_path / "a", "r", *tiny)
     b = run(tmp_path / "b", "r", *tiny)
@@ -351,7 +351,7 @@ def test_i13_a_tiny_run_is_deterministic(tmp_path, sets):
         assert torch.equal(value, state_b["critic"][key])
 
 
-def test_i13_a_collector_process_hands_over_the_same_rollout_as_the_trainers_process():
+def test_a_collector_process_hands_over_the_same_rollout_as_the_trainers_process():
     """The worker writes its rollout into shared memory and the trainer copies it out: every
     array equals what the same collector (same seed) gives in the trainer's own process."""
     config = load_config(SMOKE, ["ppo.net_arch=[16]", "selfplay.num_games=4",
@@ -371,13 +371,13 @@ def test_i13_a_collector_process_hands_over_the_same_rollout_as_the_trainers_pro
     assert remote.shared == []
 
 
-def test_i13_smoke_config_runs_maskable_ppo_too(tmp_path):
+def test_smoke_config_runs_maskable_ppo_too(tmp_path):
     path = run(tmp_path, "sb3", "algo=maskable_ppo", "total_steps=128", "eval.every_steps=0")
     latest = ckpt.resolve_checkpoint(path)
     assert (latest / "model.zip").is_file() and ckpt.read_card(latest)["steps"] == 128
 
 
-def test_i13_config_checks_the_selfplay_fields():
+def test_config_checks_the_selfplay_fields():
     with pytest.raises(ValueError, match="algo must be"):
         load_config(SMOKE, ["algo=ppo"])
     with pytest.raises(ValueError, match="selfplay.pool_share"):
@@ -391,7 +391,7 @@ def test_i13_config_checks_the_selfplay_fields():
     assert load_config(ROOT / "configs" / "default.yaml").algo == "selfplay"
 
 
-def test_i13_anneal_lr_decays_linearly_to_zero_and_is_self_play_only(tmp_path):
+def test_anneal_lr_decays_linearly_to_zero_and_is_self_play_only(tmp_path):
     """ppo.anneal_lr: each update's step size is learning_rate * (1 - steps / total_steps)."""
     config = load_config(SMOKE, ["ppo.anneal_lr=true", "total_steps=400", "eval.every_steps=0",
                                 f"runs_dir={tmp_path}"])
@@ -416,7 +416,7 @@ def test_i13_anneal_lr_decays_linearly_to_zero_and_is_self_play_only(tmp_path):
         load_config(SMOKE, ["ppo.anneal_lr=1"])
 
 
-def test_i13_bfloat16_update_is_mixed_precision_close_to_float32():
+def test_bfloat16_update_is_mixed_precision_close_to_float32():
     """selfplay.update_dtype=bfloat16 autocasts the update's matmuls only: the weights stay
     float32 and move like the float32 update's (same rollout, same minibatches), not identically."""
     rules = ChickenFootConfig()
@@ -441,7 +441,7 @@ def test_i13_bfloat16_update_is_mixed_precision_close_to_float32():
 
 
 @pytest.mark.parametrize("native", [True, False])
-def test_i13_auto_update_dtype_is_bfloat16_only_where_the_cpu_has_it(monkeypatch, native):
+def test_auto_update_dtype_is_bfloat16_only_where_the_cpu_has_it(monkeypatch, native):
     """Emulated bf16 is several times slower than float32, so "auto" picks it only on CPUs
     with AVX512-BF16 or AMX; an explicit setting is kept as is."""
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native, raising=False)
@@ -451,7 +451,7 @@ def test_i13_auto_update_dtype_is_bfloat16_only_where_the_cpu_has_it(monkeypatch
 
 
 @pytest.mark.slow
-def test_i14_fit_value_gives_a_shipped_actor_a_value_head(selfplay_run, tmp_path):
+def test_fit_value_gives_a_shipped_actor_a_value_head(selfplay_run, tmp_path):
     """training.fit_value: policy evaluation of the frozen actor writes a valid value head (the
     error on fresh rollouts falls), leaves the actor alone, and refuses what it cannot fit."""
     from cf_env.agents.policies import load_policy

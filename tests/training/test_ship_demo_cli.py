@@ -1,6 +1,6 @@
 """`training.ship` and `cf_env.demo` as command lines: user errors are one `error:` line and
-exit 2, found before the long work (issue 12 item 15); a ship replaces an earlier agent only
-once the new one is complete."""
+exit 2, found before the long work; a ship replaces an earlier agent only once the new one is
+complete."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def no_evaluations(monkeypatch):
         ("bad_also_spec", "nobot"),
     ],
 )
-def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
+def test_ship_user_errors_print_one_error_line_and_exit_2(
     case, message, run_dir, tmp_path, capsys, monkeypatch
 ):
     no_evaluations(monkeypatch)
@@ -113,7 +113,7 @@ def test_i12_15_ship_user_errors_print_one_error_line_and_exit_2(
 
 
 @pytest.mark.slow
-def test_i12_15_ship_replaces_an_earlier_agent_only_when_complete(run_dir, tmp_path, monkeypatch):
+def test_ship_replaces_an_earlier_agent_only_when_complete(run_dir, tmp_path, monkeypatch):
     pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
     dest = tmp_path / "shipped"
     shutil.copytree(SHIPPED, dest)
@@ -153,7 +153,7 @@ def test_i12_15_ship_replaces_an_earlier_agent_only_when_complete(run_dir, tmp_p
         (["--seed", "-1"], "--seed must be >= 0"),
     ],
 )
-def test_i12_15_demo_user_errors_print_one_error_line_and_exit_2(args, message, capsys):
+def test_demo_user_errors_print_one_error_line_and_exit_2(args, message, capsys):
     with pytest.raises(SystemExit) as exited:
         demo.main(args)
     assert message in user_error(capsys, exited)

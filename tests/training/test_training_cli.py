@@ -1,7 +1,7 @@
-"""The training command line (`python -m training.ppo`, issue 12 items 12-15 and 21): what
-`--resume` may change and that the loaded model really trains with it, checks before any file is
-written, what the session reports, `error:` lines for the user's mistakes, and one learning-curve
-point per evaluated step.
+"""The training command line (`python -m training.ppo`): what `--resume` may change and that the
+loaded model really trains with it, checks before any file is written, what the session
+reports, `error:` lines for the user's mistakes, and one learning-curve point per evaluated
+step.
 
 Runs are tiny (configs/smoke.yaml cut to 128 steps, one rollout) so the module stays fast."""
 
@@ -101,9 +101,9 @@ def resumed(base_run, tmp_path_factory):
     return run, seen, err
 
 
-# ------------------------------------------------------------------------------ item 12
+# ----------------------------------------------------------- what --resume may change
 @pytest.mark.slow
-def test_i12_12_resume_trains_with_the_changed_hyperparameters(resumed):
+def test_resume_trains_with_the_changed_hyperparameters(resumed):
     run, seen, _ = resumed
     assert seen, "the resumed session made no PPO update"
     for values in seen:
@@ -131,8 +131,7 @@ def test_i12_12_resume_trains_with_the_changed_hyperparameters(resumed):
         ("run_name=other", "run_name"),
     ],
 )
-def test_i12_12_resume_refuses_fixed_fields_and_changes_no_file(base_run, tmp_path, override,
-                                                                 field):
+def test_resume_refuses_fixed_fields_and_changes_no_file(base_run, tmp_path, override, field):
     run = tmp_path / "base"
     shutil.copytree(base_run[0], run)
     before = files_of(run)
@@ -144,7 +143,7 @@ def test_i12_12_resume_refuses_fixed_fields_and_changes_no_file(base_run, tmp_pa
 
 
 @pytest.mark.slow
-def test_i12_12_failed_resume_changes_no_file(base_run, tmp_path):
+def test_failed_resume_changes_no_file(base_run, tmp_path):
     """Problems found after the overrides parse (a bad spec, a bad range) leave the run as it was."""
     run = tmp_path / "base"
     shutil.copytree(base_run[0], run)
@@ -160,8 +159,7 @@ def test_i12_12_failed_resume_changes_no_file(base_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_i12_12_a_saved_value_the_checks_now_refuse_can_be_corrected_on_resume(base_run,
-                                                                              tmp_path):
+def test_a_saved_value_the_checks_now_refuse_can_be_corrected_on_resume(base_run, tmp_path):
     run = tmp_path / "base"
     shutil.copytree(base_run[0], run)
     saved = yaml.safe_load((run / "config.yaml").read_text())
@@ -177,7 +175,7 @@ def test_i12_12_a_saved_value_the_checks_now_refuse_can_be_corrected_on_resume(b
     assert files_of(run) == before
 
 
-# ------------------------------------------------------------------------------ item 13
+# ------------------------------------------------- checks before any file is written
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -201,7 +199,7 @@ def test_i12_12_a_saved_value_the_checks_now_refuse_can_be_corrected_on_resume(b
         ("ppo..gamma=1", "section.field=value"),
     ],
 )
-def test_i12_13_config_ranges_and_types_are_checked(override, message):
+def test_config_ranges_and_types_are_checked(override, message):
     with pytest.raises(ValueError, match=message):
         load_config(SMOKE, [override])
 
@@ -217,7 +215,7 @@ def test_i12_13_config_ranges_and_types_are_checked(override, message):
         ("cf_env.agents.bots:no_factory", "module 'cf_env.agents.bots' has no callable 'no_factory'"),
     ],
 )
-def test_i12_13_validate_policy_spec_names_the_problem(spec, message):
+def test_validate_policy_spec_names_the_problem(spec, message):
     with pytest.raises(ValueError, match=message):
         validate_policy_spec(spec, ChickenFootConfig())
     validate_policy_spec("ismcts:5", ChickenFootConfig())  # good specs pass
@@ -233,7 +231,7 @@ def test_i12_13_validate_policy_spec_names_the_problem(spec, message):
         ("env.rules={num_players: 3}", "num_players: checkpoint 4 vs env 3"),
     ],
 )
-def test_i12_13_bad_spec_fails_before_the_run_directory_exists(tmp_path, override, message):
+def test_bad_spec_fails_before_the_run_directory_exists(tmp_path, override, message):
     shipped = ROOT / "checkpoints" / "ppo-4p-d9"
     code, err = run_main([*TINY, "--set", f"runs_dir={tmp_path}", "--set", "run_name=bad",
                           "--set", f"opponents.bots={{greedy: 1, 'ppo:{shipped}': 1}}",
@@ -242,15 +240,14 @@ def test_i12_13_bad_spec_fails_before_the_run_directory_exists(tmp_path, overrid
     assert not (tmp_path / "bad").exists()
 
 
-def test_i12_13_opponent_pool_refuses_max_snapshots_0():
+def test_opponent_pool_refuses_max_snapshots_0():
     from training.opponents import OpponentPool
 
     with pytest.raises(ValueError, match="max_snapshots must be >= 1; got 0"):
         OpponentPool(ChickenFootConfig(), {"greedy": 1.0}, max_snapshots=0)
 
 
-def test_i12_13_a_run_that_fails_before_its_first_checkpoint_leaves_no_folder(tmp_path,
-                                                                              monkeypatch):
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_no_folder(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("env construction failed")
 
@@ -260,7 +257,7 @@ def test_i12_13_a_run_that_fails_before_its_first_checkpoint_leaves_no_folder(tm
     assert not (tmp_path / "r").exists()  # the same command can run again
 
 
-def test_i12_13_failed_evaluations_make_the_command_exit_1(tmp_path, monkeypatch):
+def test_failed_evaluations_make_the_command_exit_1(tmp_path, monkeypatch):
     import training.evaluate
 
     def broken(*args, **kwargs):
@@ -274,9 +271,9 @@ def test_i12_13_failed_evaluations_make_the_command_exit_1(tmp_path, monkeypatch
     assert ckpt.read_card(ckpt.resolve_checkpoint(tmp_path / "r"))["steps"] == 128
 
 
-# ------------------------------------------------------------------------------ item 14
+# ---------------------------------------------------------- what the session reports
 @pytest.mark.slow
-def test_i12_14_a_new_run_says_where_it_is_and_sums_up(base_run):
+def test_a_new_run_says_where_it_is_and_sums_up(base_run):
     run, err = base_run
     assert f"starting run {run} at step 0 of 128" in err
     assert "step 128 of 128: win rate" in err
@@ -305,7 +302,7 @@ def test_the_watch_command_a_run_prints_writes_a_gif(base_run):
 
 
 @pytest.mark.slow
-def test_i12_14_resume_reports_the_run_not_the_session(resumed):
+def test_resume_reports_the_run_not_the_session(resumed):
     run, _, err = resumed
     assert f"resuming run {run} at step 128 of 256" in err
     assert "ppo.learning_rate: 0.0003 -> 0.0001" in err
@@ -317,7 +314,7 @@ def test_i12_14_resume_reports_the_run_not_the_session(resumed):
 
 
 @pytest.mark.slow
-def test_i12_14_resuming_a_complete_run_says_so_and_changes_nothing(resumed, tmp_path):
+def test_resuming_a_complete_run_says_so_and_changes_nothing(resumed, tmp_path):
     run = tmp_path / "base"
     shutil.copytree(resumed[0], run)
     before = files_of(run)
@@ -327,8 +324,8 @@ def test_i12_14_resuming_a_complete_run_says_so_and_changes_nothing(resumed, tmp
     assert files_of(run) == before  # no re-evaluation, no new session, config.yaml untouched
 
 
-# ------------------------------------------------------------------------------ item 15
-def test_i12_15_user_errors_print_one_error_line_and_exit_2(tmp_path):
+# ------------------------------------------------------------------------- user errors
+def test_training_user_errors_print_one_error_line_and_exit_2(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "training.ppo", "--config", str(tmp_path / "missing.yaml")],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -346,8 +343,8 @@ def test_i12_15_user_errors_print_one_error_line_and_exit_2(tmp_path):
         assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, (argv, err)
 
 
-# ------------------------------------------------------------------------------ item 21
-def test_i12_21_the_curve_has_one_point_per_evaluated_step(tmp_path):
+# -------------------------------------------------------------------- the learning curve
+def test_the_learning_curve_has_one_point_per_evaluated_step(tmp_path):
     def line(steps, mean):
         win = {"mean": mean, "ci_low": mean - 0.1, "ci_high": mean + 0.1}
         return json.dumps({"steps": steps, "opponent": "greedy", "win_rate": win,

@@ -1,4 +1,4 @@
-"""Game records of games to a target score (`cf_env.record`, issue 12 item 22).
+"""Game records of games to a target score (`cf_env.record`).
 
 With `target_score` a game is not `num_rounds` rounds: rounds are played, the countdown of start
 doubles (R4) restarting after the double-blank, until a total passes the target (R13 variant).
@@ -62,7 +62,7 @@ def random_game(config: ChickenFootConfig, seed: int) -> Engine:
 
 
 @pytest.mark.parametrize("fields, seed", TARGET_GAMES, ids=GAME_IDS)
-def test_i12_22_target_games_record_write_read_and_replay(fields, seed, tmp_path):
+def test_target_game_records_write_read_and_replay_to_the_same_end(fields, seed, tmp_path):
     config = ChickenFootConfig(**fields)
     engine = random_game(config, seed)
     played = len(engine.scores[0])
@@ -85,7 +85,7 @@ def test_i12_22_target_games_record_write_read_and_replay(fields, seed, tmp_path
 
 
 @pytest.mark.parametrize("fields, seed", TARGET_GAMES, ids=GAME_IDS)
-def test_i12_22_each_rounds_finished_table_including_the_last(fields, seed):
+def test_iter_replay_shows_each_rounds_finished_table_including_the_last(fields, seed):
     """`iter_replay` shows every round's finished table once: a `round_end_view` for each round
     after which another is dealt — the double-blank round of a target game included, whose next
     round restarts the countdown — and the live engine for the last, wherever in the countdown
@@ -122,7 +122,7 @@ def test_i12_22_each_rounds_finished_table_including_the_last(fields, seed):
         assert config.num_rounds - 1 in doubles_seen  # the double-blank round's view is there
 
 
-def test_i12_22_round_end_view_when_the_target_is_passed_mid_countdown():
+def test_no_round_end_view_when_the_target_is_passed_mid_countdown():
     """The round that ends a target game gets no view (the engine keeps its table): the old view
     came back with `round - 1`, a round that never ended there."""
     config = ChickenFootConfig(max_pips=6, num_players=3, target_score=250, start_search="lower_double")
@@ -138,7 +138,7 @@ def test_i12_22_round_end_view_when_the_target_is_passed_mid_countdown():
     assert replay.game_over
 
 
-def test_i12_22_max_rounds_bounds_every_target_game():
+def test_max_rounds_bounds_every_target_game():
     """`max_rounds` (and so `max_actions`) is a proof, not a guess: every round adds at least
     `least_round_points` to the sum of the totals, and all totals are at most the target before
     the last round. Checked against random games of several sizes."""
@@ -170,7 +170,7 @@ def test_i12_22_max_rounds_bounds_every_target_game():
     assert max_rounds(ChickenFootConfig(num_rounds=3)) == 3
 
 
-def test_i12_22_rounds_that_score_nothing_get_a_documented_cap():
+def test_rounds_that_score_nothing_get_a_documented_cap():
     """Two players and a double-blank worth 0: the loser left with only the 0|0 scores nothing,
     so no number of rounds is certain. Such rounds really happen; the reader caps records at
     ZERO_ROUND_FACTOR × (n·target + 1) rounds and says why when it refuses one."""
@@ -193,7 +193,7 @@ def test_i12_22_rounds_that_score_nothing_get_a_documented_cap():
         make_record(config, 0, [], {"scores": rows, "winners": [0]})
 
 
-def test_i12_22_a_cut_short_target_game_names_its_round_and_totals():
+def test_a_cut_short_target_game_names_its_round_and_totals():
     config = ChickenFootConfig(max_pips=6, num_players=2, target_score=300)
     engine = random_game(config, 3)
     record = record_from_engine(engine)
@@ -207,7 +207,7 @@ def test_i12_22_a_cut_short_target_game_names_its_round_and_totals():
     assert "none past 300" in message and " of 7" not in message
 
 
-def test_i12_22_text_view_counts_rounds_without_a_total_in_target_games():
+def test_text_view_counts_rounds_without_a_total_in_target_games():
     config = ChickenFootConfig(max_pips=6, num_players=2, target_score=300)
     engine = random_game(config, 3)
     record = record_from_engine(engine)

@@ -218,7 +218,7 @@ def test_env_rgb_array_mode_matches_render_rgb():
     assert np.array_equal(frame, render_rgb(env.unwrapped.engine))
 
 
-# ------------------------------------------------------------------ issue 12: hardening
+# ------------------------------------------- hardening: names, reveal, scale, target games
 def _panel_text(monkeypatch, engine) -> list[tuple[float, str, object]]:
     """(x, text, font) of every text the next pictures write into the side panel."""
     drawn = []
@@ -234,7 +234,7 @@ def _panel_text(monkeypatch, engine) -> list[tuple[float, str, object]]:
     return drawn
 
 
-def test_i12_17_names_label_the_panel_and_are_shortened_to_fit(monkeypatch):
+def test_names_label_the_panel_and_are_shortened_to_fit(monkeypatch):
     engine = play(ChickenFootConfig(), seed=0, steps=30)
     table, width = canvas_size(engine.config)[1], canvas_size(engine.config)[0]
     plain = render_rgb(engine, viewer=1)
@@ -264,7 +264,7 @@ def test_i12_17_names_label_the_panel_and_are_shortened_to_fit(monkeypatch):
     assert {"Bo?b (you)", "Bo?b (you) hand:"} <= {text for _x, text, _font in drawn}
 
 
-def test_i12_17_bad_names_and_reveal_are_refused():
+def test_bad_names_and_reveal_are_refused():
     engine = play(ChickenFootConfig(), seed=1, steps=10)
     before = engine.snapshot()
     with pytest.raises(ValueError, match=r"names must list 4 strings, one per seat .* got \['a'"):
@@ -278,7 +278,7 @@ def test_i12_17_bad_names_and_reveal_are_refused():
     assert engine.snapshot() == before
 
 
-def test_i12_17_reveal_draws_every_hand_with_its_points(monkeypatch):
+def test_reveal_draws_every_hand_with_its_points(monkeypatch):
     engine = play(ChickenFootConfig(num_rounds=1), seed=2)  # a finished game: hands are left
     assert engine.game_over and sum(engine.hand_counts) > 0 and 0 in engine.hand_counts
     table = canvas_size(engine.config)[1]
@@ -309,7 +309,7 @@ def test_i12_17_reveal_draws_every_hand_with_its_points(monkeypatch):
         assert points or not engine.hand(seat)  # (this set counts every tile, 0|0 as 50)
 
 
-def test_i12_17_small_scales_are_value_errors_not_unbound_locals():
+def test_scales_out_of_range_are_value_errors_not_unbound_locals():
     engine = play(ChickenFootConfig(), seed=2, steps=5)
     # A hand was drawn at tile size int(44 * scale) <= 9 with its size never chosen.
     for scale in (0.2, 0.1, 0, -1, 2.5, float("nan"), float("inf"), True, "1"):
@@ -322,7 +322,7 @@ def test_i12_17_small_scales_are_value_errors_not_unbound_locals():
             assert image.shape == (*canvas_size(engine.config, scale)[::-1], 3)
 
 
-def test_i12_17_target_games_count_rounds_not_the_countdown(monkeypatch):
+def test_target_games_count_rounds_not_the_countdown(monkeypatch):
     config = ChickenFootConfig(max_pips=6, num_players=2, target_score=200, double_blank_value=0)
     engine = Engine(config, seed=0)
     rng = np.random.default_rng(0)

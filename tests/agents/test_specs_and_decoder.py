@@ -1,4 +1,4 @@
-"""Issue 16 item 3, agents without a cycle: the policy-spec table (`cf_env.agents.policies`)
+"""Agents without an import cycle: the policy-spec table (`cf_env.agents.policies`)
 names every spec form and loads its agents only when a policy is built; a shipped checkpoint
 plays (`ppo:`, `guided:`) with `training` unimportable (`cf_env.agents.checkpoint` reads it);
 the observation decoder, beside the encoder in `cf_env.core.observation`, inverts it exactly."""
@@ -58,7 +58,7 @@ def _observations(config: ChickenFootConfig, seed: int):
 
 
 # --------------------------------------------------------------------------- the spec table
-def test_i16_the_table_names_every_spec_form_and_each_builds_its_policy():
+def test_the_table_names_every_spec_form_and_each_builds_its_policy():
     assert set(policies.POLICY_SPECS) == set(SPECS)
     forms = [spec.form for spec in policy_specs()]
     assert "module:factory" in forms and "ppo:<checkpoint>" in forms
@@ -77,7 +77,7 @@ def test_i16_the_table_names_every_spec_form_and_each_builds_its_policy():
     assert spec_checkpoint("ismcts:3") is None and spec_checkpoint("random") is None
 
 
-def test_i16_importing_the_specs_loads_no_agent_and_agents_need_no_specs():
+def test_importing_the_specs_loads_no_agent_and_agents_need_no_specs():
     """The table names factories by path: `import cf_env.agents.policies` imports no bot,
     search or checkpoint reader, and building a bot imports only its own module (no agent
     registers itself, none imports the spec module)."""
@@ -99,7 +99,7 @@ def test_i16_importing_the_specs_loads_no_agent_and_agents_need_no_specs():
     assert lines == ["False"]
 
 
-def test_i16_identical_decisions_through_the_table_and_the_classes():
+def test_identical_decisions_through_the_table_and_the_classes():
     """A spec builds exactly the policy its class builds: the same seed, the same actions."""
     config = ChickenFootConfig(num_players=3, max_pips=6)
     pairs = [(load_policy("heuristic", config, seed=4), HeuristicPolicy(config, seed=4)),
@@ -120,7 +120,7 @@ def test_i16_identical_decisions_through_the_table_and_the_classes():
 
 
 # --------------------------------------------------------------------------- checkpoints without training
-def test_i16_a_shipped_checkpoint_plays_with_training_unimportable():
+def test_a_shipped_checkpoint_plays_with_training_unimportable():
     """`ppo:` and `guided:` read the checkpoint through `cf_env.agents.checkpoint`: with
     `import training` made to fail, they load, play the same actions as here, and a checkpoint
     for another variant is still refused with the same error."""
@@ -155,7 +155,7 @@ def test_i16_a_shipped_checkpoint_plays_with_training_unimportable():
     assert lines[2] == "False"
 
 
-def test_i16_training_checkpoints_reexports_the_one_reader():
+def test_training_checkpoints_reexports_the_one_reader():
     for name in ("load_ppo_policy", "NumpyPolicy", "read_card", "resolve_checkpoint",
                  "check_compatible", "CheckpointError", "NEUTRAL_FIELDS"):
         assert getattr(checkpoints, name) is getattr(checkpoint, name), name
@@ -203,7 +203,7 @@ def _reencode(state: ObservedState, config: ChickenFootConfig) -> np.ndarray:
     {"num_players": 6, "max_pips": 12, "num_rounds": 1, "spinner_arms": 6, "hand_size": 5},
     {"num_players": 3, "draw_until_playable": True, "must_play_drawn": True, "num_rounds": 2},
 ])
-def test_i16_the_decoder_round_trips_the_encoder(fields):
+def test_the_decoder_round_trips_the_encoder(fields):
     """Every seat's observation at every position of random games decodes to integers that
     encode back to the same vector, and they are the engine's truth from that seat."""
     config = ChickenFootConfig(**fields)

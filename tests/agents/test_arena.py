@@ -1,4 +1,4 @@
-"""`cf_env.agents.arena` (issue 16 item 4): the one loop that plays policies.
+"""`cf_env.agents.arena`: the one loop that plays policies.
 
 The arena must play exactly the games a plain loop over `Engine.step` plays (forced decisions,
 R8's draws and passes with one legal action, applied without asking), stop where it is told,
@@ -48,7 +48,7 @@ def _by_hand(config, specs, seed) -> Engine:
 
 @pytest.mark.parametrize("specs", LINEUPS)
 @pytest.mark.parametrize("seed", [0, 7])
-def test_i16_arena_plays_the_games_a_plain_step_loop_plays(specs, seed):
+def test_arena_plays_the_games_a_plain_step_loop_plays(specs, seed):
     reference = _by_hand(SMALL, specs, seed)
     engine = Engine(SMALL, seed=seed)
     arena = Arena(engine, _policies(specs, SMALL, seed))
@@ -79,7 +79,7 @@ class Counting:
 
 
 @pytest.mark.parametrize("fast", [False, True])
-def test_i16_forced_decisions_never_reach_the_policy(fast):
+def test_forced_decisions_never_reach_the_policy(fast):
     engine = Engine(SMALL, seed=3)
     players = [Counting(fast) for _ in range(SMALL.num_players)]
     Arena(engine, players).play()
@@ -96,7 +96,7 @@ def test_i16_forced_decisions_never_reach_the_policy(fast):
 
 
 @pytest.mark.parametrize("fast", [False, True])
-def test_i14_a_policy_that_asks_for_its_forced_decisions_gets_them_alone(fast):
+def test_a_policy_that_asks_for_its_forced_decisions_gets_them_alone(fast):
     """A policy with `ask_forced = True` (`belief:` follows the game through its own moves) is
     asked each of its seat's decisions; the other seats are asked as before, and the game is the
     same."""
@@ -132,7 +132,7 @@ class Cheat:
 
 @pytest.mark.parametrize("fast", [False, True])
 @pytest.mark.parametrize("answer", [None, 1.5, np.array(10_000)])
-def test_i16_an_illegal_answer_names_the_policy_and_changes_nothing(fast, answer):
+def test_an_illegal_answer_names_the_policy_and_changes_nothing(fast, answer):
     engine = Engine(SMALL, seed=1)
     cheat = Cheat(answer, fast)
     policies = [load_policy("random", SMALL, seed=1), cheat, load_policy("greedy", SMALL, seed=2)]
@@ -164,14 +164,14 @@ def test_i16_an_illegal_answer_names_the_policy_and_changes_nothing(fast, answer
     assert json.dumps(engine.snapshot()) == snapshots[-1]
 
 
-def test_i16_the_error_crosses_process_boundaries_with_its_fields():
+def test_the_error_crosses_process_boundaries_with_its_fields():
     err = IllegalPolicyActionError("policy 'x' at seat 2 ...", label="x", seat=2, answer="1.5")
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is IllegalPolicyActionError and str(back) == str(err)
     assert (back.label, back.seat, back.answer, back.action) == ("x", 2, "1.5", None)
 
 
-def test_i16_numpy_integer_answers_are_actions():
+def test_numpy_integer_answers_are_actions():
     class AsNumpy:
         def __init__(self, seed):
             self.inner = load_policy("greedy", SMALL, seed=seed)
@@ -185,7 +185,7 @@ def test_i16_numpy_integer_answers_are_actions():
     assert engine.history == reference.history
 
 
-def test_i16_play_stops_at_the_seat_it_is_told():
+def test_play_stops_at_the_seat_it_is_told():
     engine = Engine(SMALL, seed=2)
     arena = Arena(engine, _policies(("random", "greedy", "random"), SMALL, 2))
     outside = 0
@@ -200,7 +200,7 @@ def test_i16_play_stops_at_the_seat_it_is_told():
     assert outside == sum(1 for (_, seat, _) in engine.history if seat == 2) > 0
 
 
-def test_i16_a_seat_without_a_policy_stops_play_at_its_real_choices_only():
+def test_a_seat_without_a_policy_stops_play_at_its_real_choices_only():
     engine = Engine(SMALL, seed=5)
     arena = Arena(engine, [None, *_policies(("random", "greedy", "random"), SMALL, 5)[1:]])
     outside = 0
@@ -215,7 +215,7 @@ def test_i16_a_seat_without_a_policy_stops_play_at_its_real_choices_only():
     assert sum(1 for (_, seat, _) in engine.history if seat == 0) > outside > 0
 
 
-def test_i16_round_end_stops_right_after_a_round():
+def test_round_end_stops_right_after_a_round():
     engine = Engine(SMALL, seed=6)
     arena = Arena(engine, _policies(("greedy", "random", "heuristic"), SMALL, 6))
     rounds = []
@@ -227,7 +227,7 @@ def test_i16_round_end_stops_right_after_a_round():
     assert len(rounds) == SMALL.num_rounds
 
 
-def test_i16_decide_takes_forced_moves_itself_and_refuses_a_finished_game():
+def test_decide_takes_forced_moves_itself_and_refuses_a_finished_game():
     engine = Engine(SMALL, seed=0)
     never = Cheat(answer="never asked")
     arena = Arena(engine, [never] * 3)
@@ -242,7 +242,7 @@ def test_i16_decide_takes_forced_moves_itself_and_refuses_a_finished_game():
         arena.decide()
 
 
-def test_i16_single_agent_names_an_illegal_opponent_and_halts():
+def test_single_agent_names_an_illegal_opponent_and_halts():
     class Cheater:
         name = "cheater"
 
@@ -261,7 +261,7 @@ def test_i16_single_agent_names_an_illegal_opponent_and_halts():
         env.step(0)
 
 
-def test_i16_a_copied_arena_plays_its_own_policies():
+def test_a_copied_arena_plays_its_own_policies():
     import copy
 
     engine = Engine(SMALL, seed=8)
@@ -278,7 +278,7 @@ def test_i16_a_copied_arena_plays_its_own_policies():
     assert pickled.engine.history == engine.history
 
 
-def test_i16_an_engine_error_inside_a_policy_is_not_taken_for_its_answer():
+def test_an_engine_error_inside_a_policy_is_not_taken_for_its_answer():
     class Broken:
         """A fast-path policy whose own engine work fails (e.g. a search stepping a copy)."""
 

@@ -1,4 +1,4 @@
-"""Issue 16 item 5: the rules (`ChickenFootConfig`) apart from the driver options
+"""The rules (`ChickenFootConfig`) apart from the driver options
 (`DriverOptions`: reward_mode, skip_forced, illegal_action).
 
 The envs, training YAML `env.rules` and the CLIs keep taking one flat set of keywords

@@ -1,8 +1,8 @@
 """One dataclass-from-YAML loader (`training.config.dataclass_from_dict`) reads both trainers'
 configs: `training.config.TrainConfig` (`python -m training.ppo`) and
 `training.rllib_config.RLlibTrainConfig` (`python -m training.rllib_ppo`; Ray-free, so these run
-without the `rllib` extra). Issue 16 item 5: the RLlib loader had drifted (it refused "1e-4" and
-a null section)."""
+without the `rllib` extra). One loader for both, because the RLlib trainer's own loader had
+drifted (it refused "1e-4" and a null section)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class Top:
 
 
 # ------------------------------------------------------------------------------ the loader
-def test_i16_sections_merge_over_the_enclosing_defaults_at_any_depth():
+def test_sections_merge_over_the_enclosing_defaults_at_any_depth():
     top = dataclass_from_dict(Top, {"mid": {"leaf": {"b": "1e-4"}}})
     assert top.mid.leaf == Leaf(a=7, b=1e-4)  # a: Mid's default for its leaf, kept
     assert top.mid.name == "m" and top.seed == 0
@@ -53,7 +53,7 @@ def test_i16_sections_merge_over_the_enclosing_defaults_at_any_depth():
     assert dataclass_from_dict(Top, {}) == Top()
 
 
-def test_i16_unions_take_the_first_option_that_fits():
+def test_unions_take_the_first_option_that_fits():
     assert dataclass_from_dict(Mid, {"limit": None}).limit is None
     assert dataclass_from_dict(Mid, {"limit": 2}).limit == 2.0
     assert isinstance(dataclass_from_dict(Mid, {"limit": 2}).limit, float)
@@ -69,7 +69,7 @@ def test_i16_unions_take_the_first_option_that_fits():
         dataclass_from_dict(Top, {"mid": {"leaf": [1]}})
 
 
-def test_i16_unknown_keys_name_the_section_and_the_valid_keys():
+def test_unknown_keys_name_the_section_and_the_valid_keys():
     with pytest.raises(ValueError) as err:
         dataclass_from_dict(Top, {"mid": {"leaf": {"c": 1, "a": 2}}})
     assert str(err.value) == "unknown key(s) ['c'] in mid.leaf; valid: ['a', 'b']"
@@ -80,7 +80,7 @@ def test_i16_unknown_keys_name_the_section_and_the_valid_keys():
 
 # ------------------------------------------------------------------------------ both trainers
 @pytest.mark.parametrize("trainer", sorted(TRAINERS))
-def test_i16_both_trainers_read_1e_4_strings_as_floats(tmp_path, trainer):
+def test_both_trainers_read_1e_4_strings_as_floats(tmp_path, trainer):
     load, _, _ = TRAINERS[trainer]
     name, _ = LEARNING_RATE[trainer]
     path = tmp_path / "c.yaml"
@@ -92,7 +92,7 @@ def test_i16_both_trainers_read_1e_4_strings_as_floats(tmp_path, trainer):
 
 
 @pytest.mark.parametrize("trainer", sorted(TRAINERS))
-def test_i16_both_trainers_merge_a_partial_section_over_the_defaults(tmp_path, trainer):
+def test_both_trainers_merge_a_partial_section_over_the_defaults(tmp_path, trainer):
     load, from_dict, cls = TRAINERS[trainer]
     name, _ = LEARNING_RATE[trainer]
     path = tmp_path / "c.yaml"
@@ -108,7 +108,7 @@ def test_i16_both_trainers_merge_a_partial_section_over_the_defaults(tmp_path, t
 
 
 @pytest.mark.parametrize("trainer", sorted(TRAINERS))
-def test_i16_both_trainers_refuse_unknown_keys_naming_the_valid_ones(trainer):
+def test_both_trainers_refuse_unknown_keys_naming_the_valid_ones(trainer):
     _, from_dict, cls = TRAINERS[trainer]
     _, other = LEARNING_RATE[trainer]
     valid = sorted(f.name for f in dataclasses.fields(cls().ppo))
@@ -120,7 +120,7 @@ def test_i16_both_trainers_refuse_unknown_keys_naming_the_valid_ones(trainer):
 
 
 @pytest.mark.parametrize("trainer", sorted(TRAINERS))
-def test_i16_both_trainers_refuse_wrong_types_naming_the_dotted_key(trainer):
+def test_both_trainers_refuse_wrong_types_naming_the_dotted_key(trainer):
     _, from_dict, _ = TRAINERS[trainer]
     name, _ = LEARNING_RATE[trainer]
     with pytest.raises(ValueError, match=rf"^ppo\.{name} must be float; got 'fast'$"):
@@ -134,7 +134,7 @@ def test_i16_both_trainers_refuse_wrong_types_naming_the_dotted_key(trainer):
 
 
 @pytest.mark.parametrize("trainer", sorted(TRAINERS))
-def test_i16_both_trainers_configs_are_frozen(trainer):
+def test_both_trainers_configs_are_frozen_dataclasses(trainer):
     load, _, _ = TRAINERS[trainer]
     config = load(None)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -144,7 +144,7 @@ def test_i16_both_trainers_configs_are_frozen(trainer):
 
 
 @pytest.mark.parametrize("trainer", sorted(TRAINERS))
-def test_i16_both_trainers_name_a_missing_or_broken_file(tmp_path, trainer):
+def test_both_trainers_name_a_missing_or_broken_file(tmp_path, trainer):
     load, _, _ = TRAINERS[trainer]
     (tmp_path / "other.yaml").write_text("seed: 1\n")
     with pytest.raises(FileNotFoundError, match=r"not found; next to it: .*other\.yaml"):
@@ -159,7 +159,7 @@ def test_i16_both_trainers_name_a_missing_or_broken_file(tmp_path, trainer):
         load(listed)
 
 
-def test_i16_rllib_ranges_and_seats_are_still_checked_after_loading():
+def test_rllib_ranges_and_seats_are_still_checked_after_loading():
     # The loader reads types; each trainer's `validate` keeps its own range and seat rules.
     with pytest.raises(ValueError, match="env_runners.num_env_runners must be >= 0"):
         rllib_config.config_from_dict({"env_runners": {"num_env_runners": -1}})

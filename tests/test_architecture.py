@@ -1,4 +1,4 @@
-"""The import contract (issue 16): the layers import only downward, and nothing imports in a cycle.
+"""The import contract: the layers import only downward, and nothing imports in a cycle.
 
 Every module under `cf_env/` and `training/` is parsed (not imported); every import in it counts,
 at module level or inside a function (a lazy import is still a dependency), absolute or relative,
@@ -16,7 +16,7 @@ it stands, where adapters offer `render()` and the single-agent env's opponents 
 
 A module may import its own layer (siblings), never a higher one; no two modules may reach
 each other through imports (a cycle, annotation-only imports included), in any layer; and no
-module imports another's `_` names or reads the engine's. `python tests/test_i16_architecture.py DIR`
+module imports another's `_` names or reads the engine's. `python tests/test_architecture.py DIR`
 prints the violations found in the tree at DIR (a copy, to try a change).
 """
 
@@ -257,19 +257,19 @@ def cycle_violations(root: Path) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- the tests
-def test_i16_core_imports_numpy_and_the_standard_library_only():
+def test_core_imports_numpy_and_the_standard_library_only():
     assert core_violations(ROOT) == []
 
 
-def test_i16_layers_import_only_downward_and_cf_env_never_imports_training():
+def test_layers_import_only_downward_and_cf_env_never_imports_training():
     assert layer_violations(ROOT) == []
 
 
-def test_i16_no_import_cycles():
+def test_no_import_cycles():
     assert cycle_violations(ROOT) == []
 
 
-def test_i16_every_module_has_a_layer():
+def test_every_module_has_a_layer():
     # A new top-level subpackage of cf_env must be given a place in LAYERS (else it would
     # count as the facade and could import anything).
     modules = modules_under(ROOT)
@@ -281,7 +281,7 @@ def test_i16_every_module_has_a_layer():
     assert unplaced == []
 
 
-def test_i16_the_checker_sees_lazy_relative_and_cyclic_imports(tmp_path):
+def test_the_checker_sees_lazy_relative_and_cyclic_imports(tmp_path):
     """The checks themselves: a tiny tree with one violation of each kind is reported."""
     files = {
         "cf_env/__init__.py": "",
@@ -319,7 +319,7 @@ def test_i16_the_checker_sees_lazy_relative_and_cyclic_imports(tmp_path):
     ]
 
 
-def test_i16_engine_imports_without_gymnasium_and_pettingzoo():
+def test_engine_imports_without_gymnasium_and_pettingzoo():
     """(e) The rules engine needs numpy alone: with the adapters' libraries (and torch) made
     unimportable, `import cf_env.core.engine` works and plays a game."""
     code = textwrap.dedent(
@@ -361,7 +361,7 @@ def engine_internal_reads(root: Path) -> list[str]:
     return found
 
 
-def test_i16_nothing_above_the_core_reaches_into_engine_internals(tmp_path):
+def test_nothing_above_the_core_reaches_into_engine_internals(tmp_path):
     assert engine_internal_reads(ROOT) == []
     # The check sees such a read (a copy of one module with one added):
     play = tmp_path / "cf_env" / "tools" / "play.py"
@@ -394,7 +394,7 @@ def test_modules_import_no_private_name_of_another_module(tmp_path):
     assert private_imports(tmp_path) == ["cf_env.core.kernel:1 imports cf_env.core.observation._divisors"]
 
 
-def test_i16_old_flat_paths_are_the_moved_modules():
+def test_old_flat_paths_are_the_moved_modules():
     """`cf_env._moved`: every old path imports the very module object of its new path (so a
     monkeypatch of either patches both), which keeps its own spec; `cf_env.env` stays the
     factory; `python -m <old path>` runs the moved program."""

@@ -1,4 +1,4 @@
-"""Issue 16 engine API: `action_problem` (one answer to "is this int action legal here?"),
+"""The engine API: `action_problem` (one answer to "is this int action legal here?"),
 `placement` (where a tile goes: R6/R7/R9 stated once) and the between-rounds state."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def _action(engine: Engine, attached: int, free: int) -> int:
 
 
 # ---------------------------------------------------------------- action_problem
-def test_i16_action_problem_is_none_for_a_legal_int_of_any_integer_type():
+def test_action_problem_is_none_for_a_legal_int_of_any_integer_type():
     engine = build(hands=[[(1, 5), (6, 7)], [(0, 0)], [(0, 1)], [(0, 2)]], arms=CROSS)
     legal = _action(engine, 1, 5)
     assert engine.legal_actions() == [legal]  # R6/R8: the one tile that fits
@@ -26,7 +26,7 @@ def test_i16_action_problem_is_none_for_a_legal_int_of_any_integer_type():
         assert engine.action_problem(form) is None
 
 
-def test_i16_action_problem_names_an_illegal_action_and_lists_the_legal_ones():
+def test_action_problem_names_an_illegal_action_and_lists_the_legal_ones():
     engine = build(hands=[[(1, 5), (6, 7)], [(0, 0)], [(0, 1)], [(0, 2)]], arms=CROSS)
     wrong = _action(engine, 6, 7)  # 6 is not an open end (R6)
     problem = engine.action_problem(wrong)
@@ -45,7 +45,7 @@ def test_i16_action_problem_names_an_illegal_action_and_lists_the_legal_ones():
 @pytest.mark.parametrize(
     "bad", [True, np.bool_(False), 1.0, "3", None, np.array([3]), np.array(2.0)]
 )
-def test_i16_action_problem_refuses_malformed_actions(bad):
+def test_action_problem_refuses_malformed_actions(bad):
     engine = Engine(ChickenFootConfig(), seed=3)
     problem = engine.action_problem(bad)
     assert problem is not None and problem.startswith("action must be an int in 0..")
@@ -54,7 +54,7 @@ def test_i16_action_problem_refuses_malformed_actions(bad):
 
 
 @pytest.mark.parametrize("bad", [-1, 10**6])
-def test_i16_action_problem_out_of_range(bad):
+def test_action_problem_out_of_range(bad):
     engine = Engine(ChickenFootConfig(), seed=3)
     problem = engine.action_problem(bad)
     assert f"action {bad} (out of range) is not legal" in problem
@@ -62,7 +62,7 @@ def test_i16_action_problem_out_of_range(bad):
     assert listed == engine.legal_actions()
 
 
-def test_i16_action_problem_after_game_over():
+def test_action_problem_after_game_over():
     engine = Engine(ChickenFootConfig(num_rounds=1), seed=5)
     rng = np.random.default_rng(0)
     while not engine.game_over:
@@ -75,7 +75,7 @@ def test_i16_action_problem_after_game_over():
 
 
 # ---------------------------------------------------------------- placement (R6, R7, R9)
-def test_i16_placement_r7_fills_a_new_arm_of_the_centre_while_one_is_empty():
+def test_placement_r7_fills_a_new_arm_of_the_centre_while_one_is_empty():
     engine = build(hands=[[(9, 5), (3, 4)], [(0, 0)], [(0, 1)], [(0, 2)]], arms=[(-1, [(9, 3)])])
     where = engine.placement(_action(engine, 9, 5))
     assert (where.rule, where.arm, where.parent, where.new_arm) == ("R7", 1, -1, True)
@@ -87,7 +87,7 @@ def test_i16_placement_r7_fills_a_new_arm_of_the_centre_while_one_is_empty():
     assert engine.arms[1].parent == -1 and engine.arms[1].tiles[-1][1] == 9
 
 
-def test_i16_placement_r6_extends_the_oldest_open_end_of_the_value():
+def test_placement_r6_extends_the_oldest_open_end_of_the_value():
     arms = [(-1, [(9, 1), (1, 3)]), (-1, [(9, 3)]), (-1, [(9, 2)]), (-1, [(9, 4)])]
     engine = build(hands=[[(3, 5), (0, 5)], [(3, 6), (0, 6)], [(0, 1)], [(0, 2)]], arms=arms)
     first = engine.placement(_action(engine, 3, 5))
@@ -104,7 +104,7 @@ def test_i16_placement_r6_extends_the_oldest_open_end_of_the_value():
     assert (second.rule, second.arm) == ("R6", 1)
 
 
-def test_i16_placement_r6_double_closes_its_arm_and_r9_toes_grow_from_it():
+def test_placement_r6_double_closes_its_arm_and_r9_toes_grow_from_it():
     engine = build(
         hands=[[(4, 4), (0, 5)], [(4, 6), (0, 6)], [(4, 7), (0, 7)], [(0, 1)]], arms=CROSS
     )
@@ -134,7 +134,7 @@ def test_i16_placement_r6_double_closes_its_arm_and_r9_toes_grow_from_it():
     "config",
     [ChickenFootConfig(), ChickenFootConfig(max_pips=6, num_players=2, spinner_arms=6, toes=2)],
 )
-def test_i16_placement_predicts_where_every_played_tile_lands(config):
+def test_placement_predicts_where_every_played_tile_lands(config):
     from cf_env.viz.render import arm_labels, move_name
 
     engine = Engine(config, seed=11)
@@ -174,7 +174,7 @@ def _play_to_round_end(engine: Engine, rng: np.random.Generator) -> list[int]:
             return actions
 
 
-def test_i16_auto_deal_off_stops_between_rounds_with_the_finished_table():
+def test_auto_deal_off_stops_between_rounds_with_the_finished_table():
     config = ChickenFootConfig(max_pips=6, num_players=3)
     engine, twin = Engine(config, seed=8, auto_deal=False), Engine(config, seed=8)
     rng = np.random.default_rng(2)
@@ -204,7 +204,7 @@ def test_i16_auto_deal_off_stops_between_rounds_with_the_finished_table():
         engine.deal_next()
 
 
-def test_i16_deal_next_takes_an_order_as_deal_round_does():
+def test_deal_next_takes_an_order_as_deal_round_does():
     config = ChickenFootConfig(max_pips=6, num_players=2)
     engine = Engine(config, seed=1, auto_deal=False)
     _play_to_round_end(engine, np.random.default_rng(0))
@@ -218,7 +218,7 @@ def test_i16_deal_next_takes_an_order_as_deal_round_does():
     assert set(order[: config.hand_size]) - {start} <= set(engine.hand(0))  # R3: seat 0 first
 
 
-def test_i16_round_end_view_is_the_engine_stopped_between_rounds():
+def test_round_end_view_is_the_engine_stopped_between_rounds():
     from cf_env.viz.record import round_end_view
 
     engine = Engine(ChickenFootConfig(max_pips=6, num_players=2, num_rounds=2), seed=3)
