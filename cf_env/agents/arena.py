@@ -16,7 +16,7 @@ conventions of `cf_env.agents.policies` are carried out here, once:
 * **Mask-only fast path.** A policy with `act_bits`/`act_legal` (`legal_fast_path`) is given the
   legal bitset and no observation; its choices and the forced decisions are all made inside one
   `Engine.advance` call. Other policies get ``{"observation", "action_mask"}``, the observation
-  kept current between their turns by a `SeatView` per seat.
+  written by the compiled core through a `SeatView` per seat.
 * **Checked answers.** Every answer is checked by the engine, the one place that says what is
   legal (`Engine.step` and `Engine.advance` refuse it before applying it; `decide` asks
   `Engine.action_problem`): a malformed or illegal one raises `IllegalPolicyActionError` naming

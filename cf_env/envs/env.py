@@ -91,7 +91,7 @@ class raw_env(AECEnv):
         self.max_cycles = max_cycles
         self.engine = Engine(self.config, seed=0, skip_forced=self.options.skip_forced)
         self.encoder = Encoder(self.config)
-        # One incrementally kept observation per seat (cf_env.observation.SeatView).
+        # One observation handle per seat (`SeatView`: the compiled observation, written afresh).
         self._seat_views = [SeatView(self.encoder) for _ in range(self.config.num_players)]
         self.observation_version = OBSERVATION_VERSION
         n, layout = self.config.num_players, self.encoder.layout

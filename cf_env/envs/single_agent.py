@@ -96,8 +96,8 @@ passes), so the opponents' path dominates the adapter's cost. Forced decisions a
 of policies with the mask-only fast path (`act_bits`, e.g. `random`, `greedy`: given the
 engine's legal bitset, no observation built) are all made inside one `Engine.advance` call;
 other policies (the heuristic, frozen snapshots) get the full observation dict. The
-learner's observation (and an observation-reading opponent's) is kept current between its turns
-by a `cf_env.core.observation.SeatView` instead of being built afresh (the arena shares them).
+learner's observation (and an observation-reading opponent's) is written by the compiled core
+through one `cf_env.core.observation.SeatView` per seat (the arena shares them).
 """
 
 from __future__ import annotations
