@@ -458,7 +458,13 @@ class Engine:
     # ------------------------------------------------------------------ copies
     def clone(self) -> Engine:
         """An independent copy (cheaper than snapshot/restore), e.g. for tree search."""
-        other = copy.copy(self)  # __getstate__ / __setstate__: a game buffer of its own
+        other = Engine.__new__(Engine)
+        for name in self.__slots__:
+            if name not in self._BOUND and hasattr(self, name):
+                setattr(other, name, getattr(self, name))
+        other._bind(kernel.GameBuffer(self.config, copy_of=self.game))
+        other._legal = self._legal
+        other._copy_lists(self)
         other.rng = copy.deepcopy(self.rng)
         return other
 
@@ -542,7 +548,7 @@ class Engine:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
         p = snapshot_format.read(self.config, self.tables, snapshot)
         # New buffers: views taken before the restore keep the old position.
-        self._bind(kernel.GameBuffer(self.config, like=self.game))
+        self._bind(kernel.GameBuffer(self.config))
         st, count = self._st, self._num_tiles
         for name in _SCALARS:
             getattr(st, name)[0] = getattr(p, name)

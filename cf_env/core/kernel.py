@@ -110,6 +110,7 @@ ranks of the arrays) do not depend on the config, only the shapes and `params` d
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -1205,23 +1206,32 @@ class GameBuffer:
     """One game's `KernelState` (a batch of one) packed in `buffer` with its legal words and a
     seat for `one_observe`; its tables (`kernel_tables(config, deal_at_end=False)`: the game
     stops at each round's end for its wrapper to deal) and observation tables in
-    `table_buffer`. `state`, `legal_words` and `tables` are numpy views over the buffers.
-    Copying `buffer` copies the whole game."""
+    `table_buffer`, shared by every game of the config. `state`, `legal_words` and `tables` are
+    numpy views over the buffers. Copying `buffer` copies the whole game."""
 
     __slots__ = ("buffer", "legal_words", "state", "table_buffer", "tables")
 
-    def __init__(self, config: ChickenFootConfig, like: GameBuffer | None = None):
-        """A zeroed game (deal it with `one_new_game`), sharing the tables of `like` if given."""
-        if like is None:
-            ob = obs_tables(config)
-            arrays = [*kernel_tables(config, deal_at_end=False), ob.starts, ob.stops, ob.divisors]
-            self.table_buffer, tables = _pack(arrays)
-            self.tables = KernelTables(*tables[: len(KernelTables._fields)])
-        else:  # the tables are constants: shared
-            self.table_buffer, self.tables = like.table_buffer, like.tables
-        legal = np.zeros((1, num_words(config)), np.uint64)
-        self.buffer, views = _pack([*new_state(config, 1), legal, np.zeros(1, np.int32)])
+    def __init__(self, config: ChickenFootConfig, copy_of: GameBuffer | None = None):
+        """A game not yet dealt (deal it with `one_new_game`), or a copy of `copy_of`'s."""
+        self.table_buffer, self.tables, template, specs = _game_layout(config)
+        self.buffer = (template if copy_of is None else copy_of.buffer).copy()
+        views = [self.buffer[self.buffer[k] : self.buffer[k] + words].view(dtype)[:size]
+                 .reshape(shape) for k, (dtype, shape, size, words) in enumerate(specs)]
         self.state, self.legal_words = KernelState(*views[:-2]), views[-2]
+
+
+@functools.lru_cache(maxsize=32)
+def _game_layout(config: ChickenFootConfig):
+    """Per config, built once: the packed tables (shared: the compiled code never writes them),
+    an undealt game's buffer to copy, and each packed array's (dtype, shape, size, words)."""
+    ob = obs_tables(config)
+    table_buffer, tables = _pack([*kernel_tables(config, deal_at_end=False), ob.starts, ob.stops,
+                                  ob.divisors])
+    arrays = [*new_state(config, 1), np.zeros((1, num_words(config)), np.uint64),
+              np.zeros(1, np.int32)]
+    template, _ = _pack(arrays)
+    specs = [(a.dtype, a.shape, a.size, (a.nbytes + 7) // 8) for a in arrays]
+    return table_buffer, KernelTables(*tables[: len(KernelTables._fields)]), template, specs
 
 
 @inline_jit
