@@ -92,8 +92,7 @@ class Engine:
         self._legal = None
 
     # ------------------------------------------------------------------ the state's fields
-    # (`current`, `round`, `center`, `start_seat`, `drawn_tile`, `foot_value`, `toes_left`,
-    # `spinner_empty`: properties made below the class from `_SCALARS`)
+    # (and those of `_SCALARS`: properties made below the class)
     @property
     def game_over(self) -> bool:
         return bool(self._st.game_over[0])
@@ -459,9 +458,8 @@ class Engine:
     def clone(self) -> Engine:
         """An independent copy (cheaper than snapshot/restore), e.g. for tree search."""
         other = Engine.__new__(Engine)
-        for name in self.__slots__:
-            if name not in self._BOUND and hasattr(self, name):
-                setattr(other, name, getattr(self, name))
+        for name in (n for n in self.__slots__ if n not in self._BOUND and hasattr(self, n)):
+            setattr(other, name, getattr(self, name))
         other._bind(kernel.GameBuffer(self.config, copy_of=self.game))
         other._legal = self._legal
         other._copy_lists(self)
