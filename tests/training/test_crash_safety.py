@@ -376,13 +376,21 @@ def _start_overlapped_run(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if (tmp_path / "run" / "checkpoints" / "latest.json").is_file():  # collecting for a while
-            workers = [p for p in _descendants(trainer.pid)
-                       if b"spawn_main" in (Path("/proc") / str(p) / "cmdline").read_bytes()]
+            workers = [p for p in _descendants(trainer.pid) if b"spawn_main" in _cmdline(p)]
             if len(workers) >= 2:
                 return trainer, workers
         time.sleep(0.2)
     trainer.kill()
     raise AssertionError(f"the run never started collecting: {trainer.stderr.read()[-2000:]}")
+
+
+def _cmdline(pid: int) -> bytes:
+    """A process's command line; empty when it has exited since it was listed (a short-lived
+    child of the trainer's, such as a `git` call)."""
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
 
 
 @pytest.mark.slow
