@@ -24,7 +24,8 @@ listed before it (`tests/test_architecture.py` checks this and that no imports f
 
 Adapters import gymnasium/pettingzoo, so this package imports them only when used:
 `import cf_env.core.engine` needs numpy alone. The old flat paths (`cf_env.engine`,
-`python -m cf_env.play`, ...) still work (`cf_env._moved`).
+`python -m cf_env.play`, ...) still work, deprecated: each use warns `DeprecationWarning` with the
+new path and the release that removes the old one (`cf_env._moved`).
 """
 
 import importlib
@@ -63,9 +64,13 @@ def __getattr__(name: str):
         from cf_env.envs import env as aec
 
         return getattr(aec, name)
-    if name in ("chicken_foot_v1", "chicken_foot_v0") or f"cf_env.{name}" in _moved.MOVED:
-        # The versioned entry points, and old flat paths (`cf_env.engine.Engine` as before the
-        # move), imported on first use.
+    if name in ("chicken_foot_v1", "chicken_foot_v0"):
+        # The versioned entry points (`from cf_env import chicken_foot_v1`, PettingZoo's style),
+        # imported on first use by their own path: no deprecated alias is involved.
+        return importlib.import_module(f"cf_env.envs.{name}")
+    if f"cf_env.{name}" in _moved.MOVED:
+        # Old flat paths (`cf_env.engine.Engine` as before the move): imported through the
+        # alias, which warns DeprecationWarning (cf_env._moved).
         return importlib.import_module(f"cf_env.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -1,11 +1,18 @@
-"""Old flat module paths (`cf_env.engine`, `python -m cf_env.play`, ...) kept working after the
-modules moved into subpackages: a declarative table and one import hook.
+"""Old flat module paths (`cf_env.engine`, `python -m cf_env.play`, ...), kept working after the
+modules moved into subpackages, deprecated: a declarative table and one import hook.
 
 `import cf_env.bots` returns the very module object `cf_env.agents.bots` (one module, not a copy,
 so monkeypatching either name patches both), and `python -m cf_env.play` runs
-`cf_env.tools.play` as `__main__`. The hook answers only the names in `MOVED`. `cf_env.env` is not
-in the table: at the package level that name is the `env()` factory (PettingZoo's convention);
-the AEC module is `cf_env.envs.env`.
+`cf_env.tools.play` as `__main__`. Each use of an old path warns `DeprecationWarning`, naming the
+new path and the release that removes the old one (`REMOVED_IN`): an import once per alias (the
+first import of the alias; Python caches it after that), `python -m` on stderr before the program
+runs. The hook answers only the names in `MOVED`.
+
+`cf_env.env` is not in the table: at the package level that name is the `env()` factory
+(PettingZoo's convention); the AEC module is `cf_env.envs.env`. Neither are the package attributes
+`chicken_foot_v1` and `chicken_foot_v0` (`from cf_env import chicken_foot_v1`, the versioned entry
+points, resolved by `cf_env.__getattr__` without the hook); only the dotted module paths
+`import cf_env.chicken_foot_v1` are aliases.
 """
 
 from __future__ import annotations
@@ -14,7 +21,11 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
+import warnings
+
+REMOVED_IN = "0.3.0"  # the chickenfoot release that drops every old path in MOVED
 
 # old path -> new path; every documented `python -m cf_env.<tool>` is here.
 MOVED = {
@@ -29,6 +40,32 @@ MOVED = {
     for name in names
 }
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))  # cf_env/
+
+
+def message(old: str, run: bool = False) -> str:
+    """The warning for a use of the old path `old`: `import` (default) or `python -m` (`run`)."""
+    new = MOVED[old]
+    if run:
+        return (f"python -m {old} is deprecated: run python -m {new} instead; the old path will "
+                f"be removed in chickenfoot {REMOVED_IN}")
+    return (f"{old} is deprecated: import {new} instead; the old path will be removed in "
+            f"chickenfoot {REMOVED_IN}")
+
+
+def _warn_import(old: str) -> None:
+    """Warn, naming the first line outside cf_env and importlib (the importing line): Python
+    shows a DeprecationWarning by default only when that line is in `__main__`."""
+    level, frame = 2, sys._getframe(1)  # level 2: _warn_import's caller, as warn() counts
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not ("importlib" in name and "_bootstrap" in name):  # warn() skips these itself
+            if not (name.startswith(_PACKAGE) or "importlib" in name):
+                break
+            level += 1
+        frame = frame.f_back
+    warnings.warn(message(old), DeprecationWarning, stacklevel=level)
+
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
@@ -39,6 +76,8 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.machinery.ModuleSpec(fullname, self, origin=real.origin)
 
     def create_module(self, spec):
+        # Called once per alias: the import system then caches the module under the old name.
+        _warn_import(spec.name)
         module = importlib.import_module(MOVED[spec.name])
         spec.loader_state = module.__spec__  # the import system is about to stamp the alias's
         return module
@@ -49,7 +88,10 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def get_code(self, fullname):
         # `python -m cf_env.<old>`: runpy runs this code as __main__ (the moved modules import
-        # absolutely, so the alias's package does not matter).
+        # absolutely, so the alias's package does not matter). The warning is attributed to
+        # `__main__`, the program being run, so that the default filters show it.
+        warnings.warn_explicit(message(fullname, run=True), DeprecationWarning,
+                               filename=fullname, lineno=1, module="__main__")
         new = MOVED[fullname]
         return importlib.util.find_spec(new).loader.get_code(new)
 

@@ -8,7 +8,7 @@ chance nodes for the deal and every draw, R13 returns, `resample_from_infostate`
 rollouts, determinizations from the game's resampler); `policy_bot` seats any policy spec of ours
 ("heuristic", "greedy", "ismcts:200", "ppo:<checkpoint>") as a `pyspiel.Bot`. The ISMCTS seat
 moves round the table from game to game. The measured match (200 games, 200 simulations) is
-`python -m cf_env.openspiel_bots`.
+`python -m cf_env.tools.openspiel_bots`.
 """
 
 from __future__ import annotations

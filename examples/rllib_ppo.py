@@ -4,7 +4,7 @@
 
 RLlib's `PettingZooEnv` turns the AEC env into a `MultiAgentEnv`; its `ActionMaskingTorchRLModule`
 reads the observation under the key `observations` and the legal actions under `action_mask`,
-which is all `training.rllib_compat.RLlibKeysWrapper` changes (a key rename, nothing else). Every
+which is all `training.rllib.compat.RLlibKeysWrapper` changes (a key rename, nothing else). Every
 seat maps to one shared module: self-play. The env raises on an illegal action, so RLlib only
 ever played legal ones if this finishes. The full pipeline (YAML config, bots on some seats,
 remote runners, checkpoints and export to the project's policy format) is
@@ -38,7 +38,7 @@ import torch
 
 from cf_env import chicken_foot_v1
 from cf_env.tools.cli import HelpFormatter
-from training.rllib_compat import RLlibKeysWrapper
+from training.rllib.compat import RLlibKeysWrapper
 
 
 def make_env(env_config: dict) -> PettingZooEnv:

@@ -120,7 +120,7 @@ def weights_checkpoint(folder, marker: int, steps: int = 0):
 
     from cf_env import OBSERVATION_VERSION, ChickenFootConfig
     from cf_env.core.observation import observation_layout
-    from training import checkpoints as ckpt
+    from training.artifacts import checkpoints as ckpt
 
     config = ChickenFootConfig()
     sizes = [observation_layout(config).size, 8, config.num_actions]

@@ -31,6 +31,8 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("cf_env", "training")
 
@@ -394,33 +396,83 @@ def test_modules_import_no_private_name_of_another_module(tmp_path):
     assert private_imports(tmp_path) == ["cf_env.core.kernel:1 imports cf_env.core.observation._divisors"]
 
 
-def test_old_flat_paths_are_the_moved_modules():
+def test_old_flat_paths_are_the_moved_modules_and_warn():
     """`cf_env._moved`: every old path imports the very module object of its new path (so a
-    monkeypatch of either patches both), which keeps its own spec; `cf_env.env` stays the
-    factory; `python -m <old path>` runs the moved program."""
+    monkeypatch of either patches both), which keeps its own spec, and its first import warns
+    DeprecationWarning naming the new path and the release that removes the old one; a second
+    import is silent. `cf_env.env` stays the factory."""
     import importlib
 
     import cf_env
-    from cf_env._moved import MOVED
+    from cf_env._moved import MOVED, REMOVED_IN
 
+    def version(text):
+        return tuple(int(part) for part in text.split("."))
+
+    assert version(REMOVED_IN) > version(cf_env.__version__)
     for old, new in MOVED.items():
-        with warnings.catch_warnings():  # chicken_foot_v0 warns on import (deprecated)
-            warnings.simplefilter("ignore", DeprecationWarning)
+        sys.modules.pop(old, None)  # the alias's entry only: the module itself stays loaded
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # chicken_foot_v0 also warns on import (its own)
             module = importlib.import_module(old)
+        texts = [str(w.message) for w in caught if w.category is DeprecationWarning]
+        assert f"{old} is deprecated: import {new} instead; the old path will be removed in " \
+               f"chickenfoot {REMOVED_IN}" in texts, (old, texts)
+        assert [w.filename for w in caught if old in str(w.message)] == [__file__]  # this line's
         assert module is importlib.import_module(new), old
         assert module.__spec__.name == new and module.__name__ == new
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            assert importlib.import_module(old) is module  # once per alias
     assert callable(cf_env.env) and cf_env.env is importlib.import_module("cf_env.envs.env").env
-    assert cf_env.engine is importlib.import_module("cf_env.core.engine")  # attribute access too
-    run = subprocess.run(
-        [sys.executable, "-m", "cf_env.demo", "--players", "2", "--rounds", "1", "--seed", "3"],
+    sys.modules.pop("cf_env.engine")
+    del cf_env.engine  # so that the attribute goes through the package's __getattr__ again
+    with pytest.deprecated_call(match=f"import cf_env.core.engine instead.*{REMOVED_IN}"):
+        assert cf_env.engine is importlib.import_module("cf_env.core.engine")
+
+
+def test_old_flat_paths_warn_in_a_users_script_and_new_paths_do_not():
+    """With Python's default warning filters a DeprecationWarning shows only when it names a line
+    of `__main__`: the alias's warning names the importing line. The package's own imports, and
+    `from cf_env import chicken_foot_v1` (the versioned entry point), use no alias."""
+    old = subprocess.run(
+        [sys.executable, "-c", "import cf_env.engine\nfrom cf_env import bots"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
-    direct = subprocess.run(
-        [sys.executable, "-m", "cf_env.tools.demo", "--players", "2", "--rounds", "1", "--seed", "3"],
+    assert old.returncode == 0, old.stderr
+    assert "<string>:1: DeprecationWarning: cf_env.engine is deprecated: import " \
+           "cf_env.core.engine instead; the old path will be removed in chickenfoot" in old.stderr
+    assert "<string>:2: DeprecationWarning: cf_env.bots is deprecated: import " \
+           "cf_env.agents.bots instead" in old.stderr
+    new = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-c",
+         "import cf_env, cf_env.envs.env, cf_env.tools.play, cf_env.agents.ismcts, "
+         "cf_env.viz.replay\nfrom cf_env import chicken_foot_v1, env\nchicken_foot_v1.env()"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
-    assert run.returncode == 0, run.stderr
+    assert new.returncode == 0, new.stderr
+
+
+@pytest.mark.slow
+def test_python_m_old_path_runs_the_moved_program_and_warns_on_stderr():
+    from cf_env._moved import REMOVED_IN
+
+    args = ["--players", "2", "--rounds", "1", "--seed", "3"]
+    run = subprocess.run([sys.executable, "-m", "cf_env.demo", *args],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    direct = subprocess.run([sys.executable, "-m", "cf_env.tools.demo", *args],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and direct.returncode == 0, run.stderr + direct.stderr
     assert run.stdout == direct.stdout and "round" in run.stdout.lower()
+    warning = ("DeprecationWarning: python -m cf_env.demo is deprecated: run python -m "
+               f"cf_env.tools.demo instead; the old path will be removed in chickenfoot {REMOVED_IN}")
+    assert warning in run.stderr and "Deprecation" not in direct.stderr
+    helped = subprocess.run([sys.executable, "-m", "cf_env.play", "--help"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert helped.returncode == 0, helped.stderr
+    assert "usage: python -m cf_env.tools.play" in helped.stdout
+    assert "python -m cf_env.play is deprecated: run python -m cf_env.tools.play" in helped.stderr
+
 
 if __name__ == "__main__":
     tree = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT

@@ -5,12 +5,12 @@
 
 Each round measures, one after the other so both see the same background load:
 
-* the self-play trainer (`training.selfplay.SelfPlayTrainer`, configs/default.yaml plus any
+* the self-play trainer (`training.selfplay.learner.SelfPlayTrainer`, configs/default.yaml plus any
   `--set`): whole iterations (collect a rollout, then update on it), learner decisions per
   **CPU second** of every process the trainer uses (its own and its collector processes'), and
   per wall-clock second;
 * sb3-contrib MaskablePPO on the constant-cost env with 16 in-process envs, exactly the
-  `cf_env.bench.ppo_rates` row ("constant x16": SB3's own cost per learner step with an env that
+  `cf_env.tools.bench.ppo_rates` row ("constant x16": SB3's own cost per learner step with an env that
   costs nothing), learner steps per CPU second.
 
 The claim is the median over rounds of the per-round ratio self-play / constant x16 (target
@@ -28,9 +28,8 @@ import time
 
 from cf_env.tools import bench as cf_bench
 from cf_env.tools.cli import HelpFormatter
-
-from .config import load_config
-from .selfplay import SelfPlayTrainer
+from training.config import load_config
+from training.selfplay.learner import SelfPlayTrainer
 
 
 def _cpu_seconds(pids: list[int]) -> float:

@@ -1,6 +1,6 @@
 """The training configuration: typed frozen dataclasses with a docstring per field (CleanRL
 style), and the one YAML loader every trainer's config goes through (`dataclass_from_dict`,
-`read_config_data`; `training.rllib_config` uses them too).
+`read_config_data`; `training.rllib.config` uses them too).
 
 A run is configured by `configs/<name>.yaml` (any subset of the fields below, nested by section)
 plus command-line overrides `--set section.field=value` (values parsed as YAML, so `1e-4`,
@@ -146,7 +146,7 @@ class EvalSettings:
 @dataclass(frozen=True)
 class TrainConfig:
     algo: str = "selfplay"
-    """The learner: "selfplay" (training.selfplay: every seat of many batched games learns,
+    """The learner: "selfplay" (training.selfplay.learner: every seat of many batched games learns,
     privileged critic) or "maskable_ppo" (sb3-contrib MaskablePPO, one seat per game). The
     ppo.* hyperparameters mean the same in both. Fixed for a run."""
     run_name: str | None = None
@@ -189,7 +189,7 @@ class TrainConfig:
 
 
 # ------------------------------------------------------------------------------- the loader
-# One loader for every trainer's config (this module's `TrainConfig`, `training.rllib_config`'s
+# One loader for every trainer's config (this module's `TrainConfig`, `training.rllib.config`'s
 # `RLlibTrainConfig`): a YAML file of nested sections plus `--set` overrides, read into typed
 # frozen dataclasses. Ranges and cross-field rules are each trainer's own `validate`.
 def _field_types(cls) -> dict[str, object]:
@@ -515,7 +515,7 @@ def validate(config: TrainConfig) -> None:
     _require("opponents.snapshot_weight", o.snapshot_weight,
              _number(o.snapshot_weight) and o.snapshot_weight >= 0, "a number >= 0")
     if not any(w > 0 for w in o.bots.values()):
-        # The pool is built before the first snapshot exists (training.opponents).
+        # The pool is built before the first snapshot exists (training.selfplay.opponents).
         raise ValueError(f"opponents.bots needs a spec with a weight > 0; got {o.bots!r}")
     e = config.eval
     if e.every_steps < 0:

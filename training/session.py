@@ -1,7 +1,7 @@
-"""What every trainer's session shares (`training.ppo`'s MaskablePPO path and
-`training.selfplay`): the run directory and its `run.json`, the console (messages and one
-progress bar over the run's steps), periodic evaluation of a checkpoint (`evals.jsonl`), the
-snapshot pool on disk, and the end-of-session summary."""
+"""What both learners' sessions share (`training.selfplay` and `training.sb3`): the run directory
+and its `run.json`, the console (messages and one progress bar over the run's steps), the
+evaluation of a checkpoint (`evals.jsonl`), the snapshot pool on disk, and the end-of-session
+summary. When to evaluate, and the best checkpoint, are `training.schedule`'s."""
 
 from __future__ import annotations
 
@@ -17,11 +17,15 @@ from pathlib import Path
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.core import atomic
-
-from . import checkpoints as ckpt
-from .config import TrainConfig
-from .plot import load_evals, plot_run
-from .provenance import create_run_dir, git_revision, package_versions, read_run_info
+from training.artifacts import checkpoints as ckpt
+from training.artifacts.provenance import (
+    create_run_dir,
+    git_revision,
+    package_versions,
+    read_run_info,
+)
+from training.config import TrainConfig
+from training.evaluation.plot import load_evals, plot_run
 
 PACKAGES = ("numpy", "torch", "gymnasium", "pettingzoo", "stable-baselines3", "sb3-contrib")
 
@@ -122,7 +126,7 @@ def evaluate_checkpoint(path: Path, rules: ChickenFootConfig, config: TrainConfi
     """
     console = console or Console()
     try:
-        from .evaluate import evaluate
+        from training.evaluation.evaluate import evaluate
 
         agent = functools.partial(ckpt.load_ppo_policy, str(path))
         metrics, lines = {}, []
@@ -204,15 +208,15 @@ def next_commands(run_dir: Path) -> list[str]:
     """The commands to run next on a finished run, ready to paste (its rules come from the
     checkpoint's card: no rules flags needed)."""
     agent, games = f"ppo:{run_dir}", run_dir / "games"
-    from .evaluate import record_name  # (evaluate imports the training stack)
+    from training.evaluation.evaluate import record_name  # (evaluate imports the training stack)
 
     return [
         "next:",
         f"  evaluate (2000 duplicate deals per bot): python -m training.evaluate --agent {agent} "
         "--opponents greedy,heuristic --single-round --deals 2000",
-        f"  play against it:   python -m cf_env.play --opponents {agent}",
+        f"  play against it:   python -m cf_env.tools.play --opponents {agent}",
         f"  watch a game:      python -m training.evaluate --agent {agent} --opponents greedy "
-        f"--single-round --deals 2 --record {games} && python -m cf_env.replay "
+        f"--single-round --deals 2 --record {games} && python -m cf_env.viz.replay "
         f"{games / record_name(0, 0, 2)} --out {run_dir / 'game.gif'}",
         f"  ship it:           python -m training.ship {run_dir} checkpoints/<name>",
         f"  its curves live:   tensorboard --logdir {run_dir / 'tb'}",

@@ -1,11 +1,11 @@
 """The arena: the one loop that plays policies through a game's decisions.
 
-The drivers that play policies through a game use `Arena`: `training.evaluate` and
+The drivers that play policies through a game use `Arena`: `training.evaluation.evaluate` and
 `cf_env.tools.demo` (whole games, `play`), the single-agent adapter `cf_env.envs.single_agent`
 (the opponents' turns between the learner's, `play(stop_seat, round_end=True)`) and the terminal
 game `cf_env.tools.play` (the opponents' moves one at a time, `decide`, so that each is narrated;
 a driver that checks the game between decisions does the same). The self-play collector
-(`training.collector`) keeps its own loop, which batches learner seats across many games. So the
+(`training.selfplay.collector`) keeps its own loop, which batches learner seats across many games. So the
 conventions of `cf_env.agents.policies` are carried out here, once:
 
 * **Forced decisions** (exactly one legal action: most draws and passes) are applied without
@@ -61,7 +61,7 @@ class PolicyError(ValueError):
 
     `label` and `seat` say whose it was (`seat` -1: while the policy was being built); `error` is
     what it raised, as ``"Type: message"`` ("" for an illegal answer). `deal` and `rotation` are
-    set by `training.evaluate` (the duplicate deal and rotation being played), else None. All
+    set by `training.evaluation.evaluate` (the duplicate deal and rotation being played), else None. All
     are picklable, so the error crosses process boundaries (evaluation workers) intact.
     """
 

@@ -36,12 +36,11 @@ stream (`uniform`), the deals from another. `search_on="engine"` runs the same
 search with the tree in Python over `Engine` and the rule as a chooser through `Engine.advance`
 (what the schemes in which a network chooses inside the iterations run on); the tests check that
 both make the same decisions and draw the same numbers. The move played is the root action with
-the most visits. Exploration 0.25 suits rewards of that scale (a 20-point swing is 0.22); 0.7
-and 0.1 were weaker against `heuristic`. The rollout rule ("follow") plays the legal action of
-highest value: the tile's points, a double `ROLLOUT_DOUBLE_BONUS` more, and `FOLLOW_WEIGHT` per
-other tile in the mover's hand carrying the end the move opens (the heuristic bot's W_DOUBLE and
-W_FOLLOW). It beat the bare greedy rule ("greedy": points and the double bonus
-only) by 12.7 points of win rate [5.7, 19.8] in plain search at equal time.
+the most visits. Exploration is 0.25, at the scale of these rewards (a 20-point swing is 0.22).
+The rollout rule ("follow", the default) plays the legal action of highest value: the tile's
+points, a double `ROLLOUT_DOUBLE_BONUS` more, and `FOLLOW_WEIGHT` per other tile in the mover's
+hand carrying the end the move opens (the heuristic bot's W_DOUBLE and W_FOLLOW); "greedy" plays
+by the points and the double bonus only.
 
 **Guided search** (`guided:<checkpoint>:<budget>`): the checkpoint's actor (numpy weights, read
 by the `ppo:` loader, `cf_env.agents.checkpoint`) gives the root a PUCT prior, computed once per decision from the real
@@ -49,36 +48,23 @@ observation, which is exactly the acting player's information set:
 score(a) = Q(a) + `PUCT_C` · P(a) · sqrt(N) / (1 + n(a)), unvisited actions valued 0 (the mean
 zero-sum reward). Below the root it searches as the plain search, with the same rollouts.
 
-Why this scheme — small equal-time head-to-head runs, 4 players double-9, single rounds, 25 ms
-of CPU per decision, lineup [A, B, heuristic, heuristic], 100 duplicate deals (200 for the two
-runs with "follow" rollouts on both sides), A − B win rate with its 95% interval
-(`docs/search/variants.py`, results in docs/search/scheme/; README "Policies", which says which
-runs played the previous `selfplay-4p-d9`):
-
-* root prior vs none (greedy rollouts both): +14.8 [8.0, 21.5]; vs the checkpoint playing
-  alone: +11.2 [4.0, 18.5];
-* c = 0.25 vs c = 1 (with c = 1 the prior decides nearly every visit): +7.8 [0.1, 15.4];
-  c = 0.1 vs 0.25: +5.1 [−1.0, 11.3] with greedy rollouts, +1.8 [−3.3, 6.8] with "follow":
-  level, so c stays at the scale of UCB's exploration;
-* "follow" vs greedy rollouts under the prior: +2.5 [−4.6, 9.6] (round score −2.9 points
-  [−4.7, −1.2]);
-* a prior at every node too, computed once per node from the acting seat's observation in the
-  determinization that reaches it: +2.8 [−3.6, 9.1] for about 20% more per iteration;
-* the network choosing the first 4 moves of each rollout (about 2× per iteration: an observation
-  and a forward pass per move): +3.4 [−3.3, 10.0] with greedy rollouts after them, −0.3
-  [−4.7, 4.0] with "follow". Network calls are not batched: there is one per decision. (The
-  checkpoints these were measured with were actor-only; self-play agents now ship a value
-  head, which `lookahead:` (`cf_env.agents.lookahead`) scores positions with.)
+The other schemes the constructor offers: a prior at every node too (`node_priors`, computed once
+per node from the acting seat's observation in the determinization that reaches it), and the
+network choosing the first `rollout_net` moves of each rollout (an observation and a forward pass
+per move; network calls are not batched: there is one per decision). The measurements that chose
+the defaults (root prior only, `PUCT_C`, "follow" rollouts, the exploration) are in
+docs/search/results.md, with their commands (docs/search/scheme.sh, docs/search/variants.py).
+Self-play agents now ship a value head too, which `lookahead:` (`cf_env.agents.lookahead`)
+scores positions with.
 
 Budgets: an iteration count, or `ms=<milliseconds>` of this process's CPU time per decision (on
 an idle core the same as wall time; a loaded machine slows the clock, not the thinking). An
 iteration count is reproducible from the seed; a time budget is not (the count it reaches
 depends on the machine). Both are bounded, in the spec and in the constructor alike
-(`check_budget`): at most `MAX_ITERATIONS` = 100,000 iterations (about 20 s of CPU and 25 MB of
-tree for the first decision of a 4-player double-9 round with the tree in Python; the compiled
-search is several times faster, docs/search/speed.md) and
-`MAX_MS` = 60,000 ms (a minute, in which the tree grows by about 100 MB). Without a bound
-`ismcts:1000000000000` would never return from its first decision while its tree grew.
+(`check_budget`): at most `MAX_ITERATIONS` = 100,000 iterations and `MAX_MS` = 60,000 ms (a
+minute); what a decision at those bounds costs in time and tree memory is in
+docs/search/results.md. Without a bound `ismcts:1000000000000` would never return from its first
+decision while its tree grew.
 
     python -m cf_env.tools.search_bench      # µs per iteration by set size (docs/search/speed.md)
 """
@@ -256,8 +242,8 @@ class ISMCTSPolicy:
 
     `iterations` determinizations per decision, or `ms` milliseconds of CPU time (then
     `iterations` is ignored). `rollout` is "follow" (the default) or "greedy"; `puct`,
-    `node_priors` and `rollout_net` set the guided scheme (the module docstring says which
-    were measured and why the defaults won)."""
+    `node_priors` and `rollout_net` set the guided scheme (the module docstring describes them;
+    docs/search/results.md has the runs that chose the defaults)."""
 
     # Rollouts value a double 8 points above its pips, as the heuristic bot does (W_DOUBLE):
     # doubles attach one way only and are worth shedding early.
@@ -265,7 +251,7 @@ class ISMCTSPolicy:
     # "follow" rollouts add this per other tile in the mover's hand carrying the end a move
     # opens, as the heuristic bot's W_FOLLOW: an end it can extend on its next turn.
     FOLLOW_WEIGHT = 3.0
-    PUCT_C = 0.25  # measured against 1 and 0.1 (module docstring)
+    PUCT_C = 0.25  # chosen against 1 and 0.1 (docs/search/results.md)
 
     def __init__(
         self,
@@ -292,7 +278,7 @@ class ISMCTSPolicy:
         self.exploration = exploration
         self.guide = guide
         self.puct = self.PUCT_C if puct is None else puct
-        # Alternatives measured for the guided scheme (module docstring): priors also at the
+        # The guided scheme's alternatives (docs/search/results.md): priors also at the
         # nodes of seat 0 ("mine") or of every seat ("all"), computed once per node from the
         # determinization that first reaches it twice; the network choosing the first
         # `rollout_net` real decisions of each rollout before the greedy rule.

@@ -15,8 +15,8 @@ best mean value over the determinizations.
 All the network calls of a step are batched: every determinization-and-move line waiting at an
 opponent's choice goes through one actor pass, every line waiting at my choice through one value
 pass. Matrix products of ~100 rows are where OpenBLAS starts its own threads, and beside another
-busy process those threads cost 30× more than they give, so the search runs them with one BLAS
-thread (`threadpoolctl`).
+busy process those threads cost far more than they give (docs/search/results.md), so the search
+runs them with one BLAS thread (`threadpoolctl`).
 
 **`belief:<ckpt>[:<budget>]`** is the same search over deals that follow the posterior given
 the opponents' moves instead of the uniform prior (`cf_env.agents.belief`): the evidence
@@ -31,22 +31,12 @@ spent). Only the acting player's observation is read (the real engine is never p
 Both are bounded, in the spec and in the constructor: at most `MAX_DETERMINIZATIONS` = 10,000
 and `MAX_MS` (ISMCTS's, 60,000 ms). The count's bound is ten times lower than ISMCTS's
 `MAX_ITERATIONS`: a determinization plays every legal move, with a batched network pass per
-step, about 0.45 ms of CPU at a 4-player double-9 round's first decision and some 1.3 ms for
-`belief:` once it has evidence, so 10,000 is a decision of 5-15 s,
-and 128 or 256 did no better than 64 (below). Memory does not grow with the count: lines are
-played `CHUNK` determinizations at a time.
+step, so it costs far more than an iteration of ISMCTS. Memory does not grow with the count:
+lines are played `CHUNK` determinizations at a time. `prior_weight` (default 0) adds that
+weight times log P(move) under the actor to each move's mean value.
 
-Measured (README, "Policies"; 4 players double-9, single rounds, seed 0): over
-`checkpoints/selfplay-4p-d9-v3` with 64 determinizations (47 ms of CPU per decision on average),
-28.2% [27.4, 29.0] against 3× `ppo:checkpoints/selfplay-4p-d9` at 2000 deals (+4.3 [3.2, 5.4]
-over them; `guided` gained +1.8 over its own guide). Choosing by value + 0.05 log P(move)
-instead gave back most of the gain (+1.3 against +4.4 at 200 deals), so `prior_weight` is 0.
-More determinizations (128, 256) did no better, and neither did a critic refitted to games
-among copies of the actor (`training.fit_value`; what `checkpoints/selfplay-4p-d9` ships):
-over `checkpoints/selfplay-4p-d9` it wins 28.3% [27.5, 29.1] against 3× itself at 2000 deals
-(+4.4 [3.4, 5.5]), although the first 200 of those deals had given it 31.5%. `belief:` over it,
-on the same deals: 29.2% [28.4, 30.1] (+5.6 [4.5, 6.7]), at 86-89 ms of CPU per decision on
-average instead of 52; 37.7% [36.7, 38.7] against 3× heuristic.
+What the defaults were chosen by, what a determinization costs, and how strong `lookahead:` and
+`belief:` are (with the commands): docs/search/results.md.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ value it is void in. `DealSampler` draws deals **exactly uniformly** over the co
   their remaining counts from the free tiles in random order, and deals the pool (the rest)
   to the unconstrained opponents and the boneyard in a uniformly random order.
 
-Per sample that is one pass over the constrained tiles and one or two permutations: about
-10–20 µs at 4 players double-9, and the table costs about a millisecond per decision.
+Per sample that is one pass over the constrained tiles and one or two permutations; the table
+is built once per decision (timings: docs/search/results.md).
 
 Two situations leave the exact method:
 * **No consistent deal.** The void record can be stale: a player who draws a playable tile may
@@ -49,8 +49,8 @@ MAX_CELLS = 1 << 18  # counts tabulated per decision (grid cells x constrained t
 class Uniforms:
     """Uniform floats in [0, 1) from one numpy Generator, drawn in blocks.
 
-    A Generator call costs about a microsecond; a float from the block about 0.1 µs. The
-    numbers are the generator's own in its own order, so everything stays reproducible from
+    One Generator call fills a block, so a float costs a list pop instead of a call into numpy.
+    The numbers are the generator's own in its own order, so everything stays reproducible from
     the policy's seed (one RNG per policy)."""
 
     __slots__ = ("rng", "_block", "_buffer", "_next")

@@ -296,7 +296,7 @@ class Engine:
         """The legal actions as an int bitset (bit a set <=> action a legal): the compiled
         `legal_into` (R6–R9), written by every step, read once per state. The cheapest form of
         the legal set: the mask and the list are made from it, and fast-path policies take it
-        as is (`cf_env.policies`). Zero once the game is over and between rounds."""
+        as is (`cf_env.agents.policies`). Zero once the game is over and between rounds."""
         legal = self._legal
         if legal is None:
             legal = 0 if self.between_rounds else int.from_bytes(self._legal_bytes, "little")

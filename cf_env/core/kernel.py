@@ -98,13 +98,12 @@ under NUMBA_DISABLE_JIT=1 (the same functions).
 Compilation: every function is `@njit(cache=True, error_model="numpy", _nrt=False)` (`jit`;
 error_model: no division-by-zero branch on the seat arithmetic). The compiled code allocates
 nothing (every array comes in from the wrapper), so it runs without numba's reference counting:
-with it, each array taken out of the state NamedTuple inside the loops cost an atomic
-incref/decref pair, 50x the work of the rules themselves (measured: 514 ns against 11 ns per
-game for `batch_legal` at double-9). `_nrt` is a numba option without a public name (numba
-uses it for its own string kernels); a numba without it gets plain `njit`: the same results at
-about an eighth of the speed (measured: 0.41M against 3.4M random-play decisions per CPU-second,
-batch 4096, double-9); unpacking the arrays once at the top of the batch_* functions and passing
-them to the helpers is the public-API route to try then (not measured). One compilation serves every config: the types (dtypes and
+with it, each array taken out of the state NamedTuple inside the loops costs an atomic
+incref/decref pair, many times the work of the rules themselves. `_nrt` is a numba option
+without a public name (numba uses it for its own string kernels); a numba without it gets plain
+`njit`: the same results, several times slower; unpacking the arrays once at the top of the
+batch_* functions and passing them to the helpers is the public-API route to try then. The
+timings behind these choices: docs/search/results.md. One compilation serves every config: the types (dtypes and
 ranks of the arrays) do not depend on the config, only the shapes and `params` do.
 """
 
@@ -852,7 +851,7 @@ def batch_random_actions(legal_words, uniforms, out):
 def _board(row, base, src, size):
     """row[base:base + size] = src[:size] as 0.0 / 1.0, branch-free, with unsigned indices
     (numba checks every signed index for wraparound, which keeps LLVM from vectorizing the
-    loop: measured 3-4x slower)."""
+    loop)."""
     for t in range(np.uint64(size)):  # np.uint64(t): numpy 1.x makes uint64 + int a float
         row[base + np.uint64(t)] = np.float32(src[t])
 
@@ -873,8 +872,8 @@ def batch_observe(st, tb, ob, seats, out):
     writes it; the 0/1 boards are written whole without branches, and only the one-hot pieces
     are cleared first. Offsets are uint64 (ob.starts / ob.stops), so that every position here
     stays unsigned (a signed operand would make the sum float64). The loop is this function's
-    own: a helper taking `st` per game made the whole call 1.5x slower (measured; numba passes
-    the state's arrays as separate arguments, likely the cost when the call is not inlined)."""
+    own: a helper taking `st` per game made the whole call slower (numba passes the state's
+    arrays as separate arguments, likely the cost when the call is not inlined)."""
     start, stop, div = ob.starts, ob.stops, ob.divisors
     n, count, values = tb.params[P_PLAYERS], tb.params[P_TILES], tb.params[P_VALUES]
     one, two, k32 = np.float32(1.0), np.uint64(2), np.uint64(32)
@@ -1177,8 +1176,7 @@ def _rows_out(out: np.ndarray | None, own: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- one game, packed
 # `Engine` steps one game at a time from Python, where numba's check of every array handed in
-# (about 0.25 µs an array: 7 µs for a KernelState and its KernelTables) would cost more than the
-# rules. So one game lives in a single int64 buffer (its KernelState as a batch of one, then its
+# (each array of a KernelState and its KernelTables) would cost more than the rules. So one game lives in a single int64 buffer (its KernelState as a batch of one, then its
 # legal words) and its tables in another; each buffer begins with its arrays' offsets, and the
 # one_* entry points rebuild the same KernelState and KernelTables from the two buffers in
 # compiled code, at no cost worth measuring, before calling the batch's own functions on game 0.

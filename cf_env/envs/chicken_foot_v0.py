@@ -35,8 +35,9 @@ from cf_env.envs import single_agent as _single
 from cf_env.envs.env import raw_env as _RawEnvV1
 
 _MESSAGE = (
-    "cf_env.chicken_foot_v0 is deprecated: its infos change keys between steps, which breaks "
-    "libraries that build a spec from reset's infos (TorchRL). Use cf_env.chicken_foot_v1 "
+    "cf_env.envs.chicken_foot_v0 is deprecated: its infos change keys between steps, which "
+    "breaks libraries that build a spec from reset's infos (TorchRL). Use "
+    "cf_env.envs.chicken_foot_v1 "
     "(cf_env.env(), pettingzoo id 'cf_env/chicken_foot-v1') or the gymnasium id "
     "'cf_env/ChickenFoot-v1'; README 'Versions' says what changed and how to migrate"
 )

@@ -1,6 +1,6 @@
 """# Chicken Foot — PettingZoo AEC environment (`chicken_foot_v1`)
 
-A thin adapter over `cf_env.engine.Engine`: it translates the engine to the AEC API and holds no
+A thin adapter over `cf_env.core.engine.Engine`: it translates the engine to the AEC API and holds no
 rules. Rule numbers refer to docs/rules.md.
 
 | | |
@@ -33,7 +33,7 @@ What is not a number stays out of the infos: the winners' names are `env.unwrapp
 the scores `env.unwrapped.engine.scores`.
 
 Version history: v1 — the fixed info schema above (v0's infos changed keys between steps: a
-TorchRL crash); `cf_env.chicken_foot_v0` keeps v0's infos, deprecated. v0 — first release.
+TorchRL crash); `cf_env.envs.chicken_foot_v0` keeps v0's infos, deprecated. v0 — first release.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ class raw_env(AECEnv):
         infos = self.infos
         if not finished and offender is None:
             # Most steps end no round: their infos are copies of the ones kept since the last
-            # round end, cheaper than building n seven-key dicts in a ~13 µs step.
+            # round end, cheaper than building n seven-key dicts at every step.
             for agent, quiet in self._quiet_infos.items():
                 infos[agent] = quiet.copy()
             return

@@ -6,8 +6,8 @@
 
 Needs the optional extra `openspiel` (`pip install -e '.[openspiel]'`; the `dev` extra has it).
 Importing this module registers the game; `load_game(config)` loads one from a
-`ChickenFootConfig`. The module only translates: every rule is the engine's (`cf_env.engine`),
-every observation the encoder's (`cf_env.observation`).
+`ChickenFootConfig`. The module only translates: every rule is the engine's (`cf_env.core.engine`),
+every observation the encoder's (`cf_env.core.observation`).
 
 **Parameters.** The rule fields of `ChickenFootConfig`, with its defaults and its validation
 (an invalid value raises the config's `ValueError`, an unknown name suggests the nearest one):
@@ -20,7 +20,7 @@ driver options (`DriverOptions`) are not game parameters (`pyspiel.load_game` ca
 (every decision is a node, so the tree never depends on hidden tiles; OpenSpiel's bots answer
 one-action nodes at once).
 
-**Actions** are our action ids (`cf_env.actions`): 2t / 2t+1 play tile t, 2T draws, 2T+1
+**Actions** are our action ids (`cf_env.core.actions`): 2t / 2t+1 play tile t, 2T draws, 2T+1
 passes; `legal_actions()` is the engine's legal set. **Chance outcomes** are tile ids 0..T-1.
 
 **Chance nodes** (uniform over the tiles not yet dealt or drawn): the deal of every round is one
@@ -43,7 +43,7 @@ through R13 (lowest total, then the tie-breaks of `tie_break`).
 
 **Observer.** The default observation (`observation_tensor`, `make_py_observer()`) is our
 observation vector: for player p at a decision node or a terminal, exactly what `cf_env.env()`
-gives p there (`cf_env.observation.Encoder`), its pieces named in `dict` as in
+gives p there (`cf_env.core.observation.Encoder`), its pieces named in `dict` as in
 `observation_layout`. At a chance node of a draw it is the state before the draw; at a chance
 node of a deal (no round on the table yet) all zeros. `observation_string` lists the vector's
 non-zero pieces. The perfect-recall observer (`information_state_string`) is a string:
@@ -107,7 +107,7 @@ GAME_NAME = "python_chicken_foot"
 # The game's parameters are the rules: `RULE_FIELDS`, ChickenFootConfig's fields in its order.
 # The driver options (`DriverOptions`) drive cf_env's envs, not the game; refused as parameters.
 DRIVER_FIELDS = {
-    "reward_mode": "OpenSpiel returns are R13's game result (cf_env.openspiel_game)",
+    "reward_mode": "OpenSpiel returns are R13's game result (cf_env.envs.openspiel_game)",
     "illegal_action": "an illegal action always raises and leaves the state unchanged",
     "skip_forced": "every decision is a node, one-action ones included",
 }

@@ -8,14 +8,14 @@
 
 | | |
 |---|---|
-| Observation | the learner's own `Box(float32, (D,))` vector (`cf_env.observation`), nothing else |
-| Action | `Discrete(2T + 2)`, the codec of `cf_env.actions`; `action_masks()` gives the legal ones |
-| Reward | the learner's own reward (`cf_env.rewards`) summed over everything since its last decision |
+| Observation | the learner's own `Box(float32, (D,))` vector (`cf_env.core.observation`), nothing else |
+| Action | `Discrete(2T + 2)`, the codec of `cf_env.core.actions`; `action_masks()` gives the legal ones |
+| Reward | the learner's own reward (`cf_env.core.rewards`) summed over everything since its last decision |
 | Episode | `"round"`: one round (R4) — the game carries on into the next episode's round; `"game"`: a whole game |
 | Info | the fixed schema `INFO_KEYS` (below): the same keys and types at reset and at every step |
 | Terminal mask | exactly one action, PASS (`2T+1`, `env.terminal_action`), a placeholder that is never played |
 
-Infos (`cf_env/ChickenFoot-v1`; v0's are in `cf_env.chicken_foot_v0`) hold numbers only, so that
+Infos (`cf_env/ChickenFoot-v1`; v0's are in `cf_env.envs.chicken_foot_v0`) hold numbers only, so that
 vector envs stack them into arrays and libraries that build a spec from reset's info (TorchRL)
 keep working:
 
@@ -74,7 +74,7 @@ an opponent's policy failed mid-step) raises `IllegalActionError` saying so, in 
 `illegal_action` mode, and `action_masks()` is then the terminal placeholder (PASS only).
 
 Rendering: `render_mode="ansi"` (text) or `"rgb_array"` (the table picture of
-`cf_env.render_image`, an H×W×3 uint8 array of a size fixed by the config, as video recorders
+`cf_env.viz.render_image`, an H×W×3 uint8 array of a size fixed by the config, as video recorders
 need), both from the learner's seat: only its own hand is shown. SB3's `make_vec_env` asks for
 `"rgb_array"`.
 
@@ -215,7 +215,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         elif isinstance(config, dict):
             config, options = split_options({**config, **rules})
         elif not isinstance(config, ChickenFootConfig):
-            raise ValueError(  # as every config error (cf_env.config): ValueError, even for types
+            raise ValueError(  # as every config error (cf_env.core.config): ValueError, even for types
                 "config must be a ChickenFootConfig, a dict of its fields or None; "
                 f"got {type(config).__name__}"
             )

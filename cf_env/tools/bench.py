@@ -1,11 +1,11 @@
 """Throughput benchmark: our engine and envs against PettingZoo and OpenSpiel peers.
 
-    python -m cf_env.bench            # full run: default and large config, scaling grid (~7 min)
-    python -m cf_env.bench --quick    # shorter measurements, no scaling grid (minutes)
-    python -m cf_env.bench --libs-only  # only the TorchRL / Tianshou rows, 3 configs (~2.5 min)
+    python -m cf_env.tools.bench            # full run: default and large config, scaling grid (~7 min)
+    python -m cf_env.tools.bench --quick    # shorter measurements, no scaling grid (minutes)
+    python -m cf_env.tools.bench --libs-only  # only the TorchRL / Tianshou rows, 3 configs (~2.5 min)
 
-Shared machines are noisy (±30–45 % wall-clock run to run), so every claim is a **ratio measured
-in the same process run**, and rates are steps per **CPU second of this process**
+Shared machines are noisy (wall-clock rates vary widely from run to run), so every claim is a
+**ratio measured in the same process run**, and rates are steps per **CPU second of this process**
 (`time.process_time`): time spent waiting for a core held by someone else's job is not counted.
 Within each round the loops being compared take turns in 20 ms slices, so they also share
 whatever slows a core down; a round's ratio compares their rates over that round, and the median
@@ -553,7 +553,7 @@ def scaling(budget: Budget, grid=SCALING_GRID) -> list[dict]:
 
 # ---------------------------------------------------------------------- report
 TARGETS = (
-    # (label, numerator, denominator, issue-5 minimum on the default config or None)
+    # (label, numerator, denominator, the ratio targeted on the default config or None)
     ("wrapped AEC / connect_four wrapped", "wrapped AEC", "connect_four wrapped", 1.5),
     ("raw AEC / connect_four raw", "raw AEC", "connect_four raw", 1.5),
     ("engine / openspiel dominoes", "engine", "openspiel dominoes", 3.0),
@@ -665,7 +665,7 @@ def run(budget: Budget, peers: bool = True, ppo: bool = True, configs=None, libs
     tables, return the figures."""
     configs = configs if configs is not None else {"default": DEFAULT, "large": LARGE}
     print(
-        f"# cf_env.bench: {budget.repeats} rounds × {budget.seconds:g} CPU-s per loop, medians; "
+        f"# cf_env.tools.bench: {budget.repeats} rounds × {budget.seconds:g} CPU-s per loop, medians; "
         f"Python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cores"
     )
     results: dict = {"budget": asdict(budget), "configs": {}}
@@ -688,7 +688,7 @@ def run(budget: Budget, peers: bool = True, ppo: bool = True, configs=None, libs
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m cf_env.bench", description=__doc__.split("\n")[0],
+        prog="python -m cf_env.tools.bench", description=__doc__.split("\n")[0],
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--quick", action="store_true", help="shorter measurements, no scaling")

@@ -1,4 +1,4 @@
-"""`python -m cf_env.demo`: play and print one game between random legal players.
+"""`python -m cf_env.tools.demo`: play and print one game between random legal players.
 
 The game is played by the arena (`cf_env.agents.arena`), every seat a `random` bot.
 
@@ -19,7 +19,7 @@ from cf_env.viz.render import render_text
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cf_env.demo", description=__doc__.split("\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m cf_env.tools.demo", description=__doc__.split("\n")[0],
                                      formatter_class=HelpFormatter)
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals and the bots")
     parser.add_argument("--players", type=int, default=4, help="players (random bots)")

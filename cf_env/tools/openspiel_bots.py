@@ -1,10 +1,10 @@
 """Bots on the OpenSpiel game: our policies as `pyspiel.Bot`s, OpenSpiel's own ISMCTS, and a
 measurement of OpenSpiel's ISMCTS against our `heuristic` and our `ismcts:<n>`.
 
-    python -m cf_env.openspiel_bots --games 200 --simulations 200
+    python -m cf_env.tools.openspiel_bots --games 200 --simulations 200
 
 `PolicyBot` lets OpenSpiel's `evaluate_bots` (or any OpenSpiel driver) play any policy spec of
-ours (`cf_env.policies.load_policy`): at its turn it gives the policy the observation
+ours (`cf_env.agents.policies.load_policy`): at its turn it gives the policy the observation
 `cf_env.env()` would give (the game's observation tensor, which is that vector) and the legal
 mask, and plays the action it returns; a decision with one legal action is played without
 asking, as every driver of ours does. `openspiel_ismcts_bot` is OpenSpiel's
@@ -65,7 +65,7 @@ class PolicyBot(pyspiel.Bot):
                 f"{state.current_player()}"
             )
         legal = state.legal_actions()
-        if len(legal) == 1:  # a forced decision is not asked (cf_env.policies)
+        if len(legal) == 1:  # a forced decision is not asked (cf_env.agents.policies)
             return legal[0]
         mask = np.zeros(state.get_game().num_distinct_actions(), dtype=np.int8)
         mask[legal] = 1
@@ -191,7 +191,7 @@ def measure(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m cf_env.openspiel_bots",
+        prog="python -m cf_env.tools.openspiel_bots",
         description="OpenSpiel's ISMCTS bot against our policies on python_chicken_foot: win "
         "shares with 95% intervals (see the module docstring).",
         formatter_class=HelpFormatter,

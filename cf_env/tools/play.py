@@ -1,10 +1,10 @@
-"""`python -m cf_env.play`: play Chicken Foot in the terminal against bots or trained agents.
+"""`python -m cf_env.tools.play`: play Chicken Foot in the terminal against bots or trained agents.
 
-    python -m cf_env.play --opponents ppo:checkpoints/ppo-4p-d9,greedy,heuristic
-    python -m cf_env.play --opponents greedy --players 4 --rounds 3 --image table.png
+    python -m cf_env.tools.play --opponents ppo:checkpoints/ppo-4p-d9,greedy,heuristic
+    python -m cf_env.tools.play --opponents greedy --players 4 --rounds 3 --image table.png
 
 You sit in seat ``--seat`` (default 0); the other seats are filled from ``--opponents``, a
-comma-separated list of policy specs (`cf_env.policies.load_policy`: random, greedy, heuristic,
+comma-separated list of policy specs (`cf_env.agents.policies.load_policy`: random, greedy, heuristic,
 ismcts:<iterations>, guided:<checkpoint>:<iterations>, ppo:<checkpoint>, module:factory) — one
 spec per opponent, or a single spec for all of them. Without ``--players`` there is one
 opponent per spec. Opponents are played by the arena (`cf_env.agents.arena`), on their own
@@ -25,8 +25,8 @@ number (``q`` quits, ``t`` shows the table again). When you have exactly one leg
 search for it (R5, or the card's `start_search` variant) is announced with how many tiles each
 seat drew, or which lower double started instead. At the end of each round
 everyone's remaining hand is shown with the points it scores (R12). ``--image PATH`` rewrites a
-PNG of the table after every move; ``--record PATH`` saves the game (`cf_env.record`) for
-`python -m cf_env.replay`.
+PNG of the table after every move; ``--record PATH`` saves the game (`cf_env.viz.record`) for
+`python -m cf_env.viz.replay`.
 
 Exit codes: 0 the game ended, or you quit (``q`` or end of input); 1 an opponent failed
 (an error or an illegal action; a bot raising `SystemExit` or `KeyboardInterrupt` has failed
@@ -82,7 +82,7 @@ class OpponentError(Exception):
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m cf_env.play",
+        prog="python -m cf_env.tools.play",
         description="Play Chicken Foot in the terminal against bots or trained agents.",
         formatter_class=HelpFormatter,
     )

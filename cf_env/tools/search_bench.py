@@ -1,4 +1,5 @@
-"""Search cost: µs per ISMCTS iteration by set size (a benchmark row; figures in docs/search/speed.md).
+"""Search cost: µs per ISMCTS iteration by set size (a benchmark row; figures in docs/search/speed.md
+and docs/search/results.md).
 
     python -m cf_env.tools.search_bench                   # double-6, 9, 12 at 4 players
     python -m cf_env.tools.search_bench --positions 10    # quicker, noisier
@@ -19,17 +20,14 @@ idle-equivalent, not a measurement.
 Rows: "after" is the current `ismcts` (the iterations in compiled code,
 `cf_env.agents.kernel_search`); "engine" (`--engine`) the same search with the tree in Python
 over `Engine` (`search_on="engine"`, what the schemes with a network inside the iterations run
-on); "guided" adds the checkpoint's root prior (one network call per decision); "before" is
-`cf_env/agents/ismcts.py` as it was before the search was made 5–8× cheaper (`BEFORE_COMMIT`, read with `git show`, so
-this row needs the git checkout), with its snapshot → `restore()` per determinization and list
-rollouts.
+on); "guided" adds the checkpoint's root prior (one network call per decision). The search of
+earlier commits is measured by running this benchmark in a checkout of that commit
+(docs/search/speed.md says how the published "before" figures were taken).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,7 +42,6 @@ from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
 from cf_env.tools.cli import HelpFormatter
 
-BEFORE_COMMIT = "e9a19f2"  # ismcts.py's last commit before the search was made 5–8× cheaper
 LOW, HIGH = 20, 200
 SETS = (6, 9, 12)
 GUIDE = "checkpoints/selfplay-4p-d9"  # 4 players double-9 only
@@ -69,28 +66,6 @@ def positions(config: ChickenFootConfig, count: int, seed: int = 0) -> list[dict
     return out
 
 
-def before_module():
-    """`cf_env/ismcts.py` (now `cf_env/agents/ismcts.py`) at `BEFORE_COMMIT`, imported as `cf_env._ismcts_before`."""
-    root = Path(__file__).resolve().parents[2]
-    source = subprocess.run(
-        ["git", "show", f"{BEFORE_COMMIT}:cf_env/ismcts.py"], cwd=root, capture_output=True,
-        text=True, check=True,
-    ).stdout
-    # The decoder it imports from the bots lives beside the encoder now, and skip_forced is an
-    # engine option, no longer a config field (driver options left ChickenFootConfig).
-    for then, now in (
-        ("from .bots import", "from cf_env.core.observation import"),
-        ('config.replace(skip_forced=True, illegal_action="raise")', "config"),
-        ("Engine(self.search_config, seed=0)", "Engine(self.search_config, seed=0, skip_forced=True)"),
-    ):
-        source = source.replace(then, now)
-    spec = importlib.util.spec_from_loader("cf_env._ismcts_before", loader=None)
-    module = importlib.util.module_from_spec(spec)
-    module.__package__ = "cf_env"
-    exec(compile(source, f"{BEFORE_COMMIT}:cf_env/ismcts.py", "exec"), module.__dict__)
-    return module
-
-
 def cost(make, observations: list[dict]) -> dict:
     """µs per iteration and ms of set-up per decision for policies `make(iterations)`."""
     seconds = {}
@@ -111,7 +86,7 @@ def cost(make, observations: list[dict]) -> dict:
 
 def engine_reference(seconds: float = 1.0) -> float:
     """µs per engine decision (random legal play, default config) now, in this process: the
-    row `python -m cf_env.bench` reports (docs/bench.md: `REFERENCE_US` on its idle machine).
+    row `python -m cf_env.tools.bench` reports (docs/bench.md: `REFERENCE_US` on its idle machine).
     The ratio of the two says how much slower this machine or its load makes everything."""
     from cf_env.tools.bench import engine_loop, measure_rate
 
@@ -121,19 +96,13 @@ def engine_reference(seconds: float = 1.0) -> float:
 REFERENCE_US = 2.3  # docs/bench.md, "engine" row at the default config
 
 
-def run(count: int, sets=SETS, players: int = 4, before: bool = True,
-        reference_seconds: float = 1.0, engine: bool = False) -> list[dict]:
+def run(count: int, sets=SETS, players: int = 4, reference_seconds: float = 1.0,
+        engine: bool = False) -> list[dict]:
     reference = engine_reference(reference_seconds)
     slow = reference / REFERENCE_US
     print(f"engine reference: {reference:.2f} µs/decision now vs {REFERENCE_US} µs in "
           f"docs/bench.md ({slow:.2f}x); 'scaled' = µs/iteration / {slow:.2f}", flush=True)
 
-    old = None
-    if before:
-        try:
-            old = before_module()
-        except (OSError, subprocess.CalledProcessError) as err:
-            print(f"(before row skipped: cannot read {BEFORE_COMMIT} with git: {err})")
     rows = []
     for max_pips in sets:
         config = ChickenFootConfig(max_pips=max_pips, num_players=players)
@@ -142,8 +111,6 @@ def run(count: int, sets=SETS, players: int = 4, before: bool = True,
         if engine:
             makers["engine"] = lambda i, c=config: ISMCTSPolicy(c, seed=0, iterations=i,
                                                                 search_on="engine")
-        if old is not None:
-            makers["before"] = lambda i, c=config: old.ISMCTSPolicy(c, seed=0, iterations=i)
         guide = Path(__file__).resolve().parents[2] / GUIDE
         if max_pips == 9 and players == 4 and guide.is_dir():
             makers["guided"] = lambda i, c=config, g=guide: guided_from_spec(c, 0, f"{g}:{i}")
@@ -166,7 +133,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--positions", type=int, default=40, help="decisions per set size")
     parser.add_argument("--players", type=int, default=4, help="players")
     parser.add_argument("--sets", default="6,9,12", help="comma-separated max pips")
-    parser.add_argument("--no-before", action="store_true", help="skip the pre-issue-14 row")
     parser.add_argument("--engine", action="store_true",
                         help="add the row of the search with the tree in Python over Engine")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
@@ -177,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         sets = [int(s) for s in args.sets.split(",")]
     except ValueError:
         parser.error(f"--sets must be comma-separated ints, e.g. 6,9,12; got {args.sets!r}")
-    rows = run(args.positions, sets, args.players, before=not args.no_before, engine=args.engine)
+    rows = run(args.positions, sets, args.players, engine=args.engine)
     if args.json:
         atomic.write_json(args.json, rows)
     return 0

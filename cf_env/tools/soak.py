@@ -1,7 +1,7 @@
 """Soak test: millions of random legal steps across random valid configs, checking invariants.
 
-    python -m cf_env.soak --steps 1000000            # the README figure
-    python -m cf_env.soak --steps 200000 --seed 7    # another sample of configs and games
+    python -m cf_env.tools.soak --steps 1000000            # the README figure
+    python -m cf_env.tools.soak --steps 200000 --seed 7    # another sample of configs and games
 
 Outside the test suite (it runs for a while). Every game draws a random valid config (every set
 size, player counts 2..max, hand sizes, spinner arms, toes, the R8 variants, the start-double
@@ -342,7 +342,7 @@ def play_env_game(
 def play_single_agent_game(
     cfg: ChickenFootConfig, options: DriverOptions, seed: int, policy_seed: int, stats: Stats
 ) -> None:
-    """A whole game through the single-agent env (`cf_env.single_agent`), random legal learner
+    """A whole game through the single-agent env (`cf_env.envs.single_agent`), random legal learner
     actions against random and greedy opponents; then `reset(seed)` on the used env and the same
     actions again must give the same observations, masks and rewards (a reseeded env replays
     its game exactly)."""

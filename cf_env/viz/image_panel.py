@@ -32,7 +32,7 @@ class Seats:
         if self.names is None:
             return f"player_{seat}{you}"
         name = self.names[seat]
-        if name == "you" or name.endswith("(you)"):  # a name that says it already (cf_env.play's)
+        if name == "you" or name.endswith("(you)"):  # a name that says it already (cf_env.tools.play's)
             you = ""
         if font is not None and room is not None:
             name = _shorten(name, font, room - font.getlength(you))

@@ -320,7 +320,7 @@ def _game(path, games: list[tuple[int, str]], game: object) -> dict:
     if not (_is_int(game) and 1 <= game <= len(games)):
         raise RecordError(
             f"{str(path)!r} holds {len(games)} games (one per line); choose one with game=1.."
-            f"{len(games)} (`python -m cf_env.replay FILE --game K`); got {_show(game)}"
+            f"{len(games)} (`python -m cf_env.viz.replay FILE --game K`); got {_show(game)}"
         )
     number, line = games[game - 1]
     where = f"game {game} of {str(path)!r} (line {number})"

@@ -1,4 +1,4 @@
-"""`python -m cf_env.replay RECORD [--game K] [--out game.gif | --out frames/ | --out table.png]`.
+"""`python -m cf_env.viz.replay RECORD [--game K] [--out game.gif | --out frames/ | --out table.png]`.
 
 Re-simulates a game record (see `record.py`) and prints each round's points and the winners,
 exiting 1 if the record does not replay to its recorded result. RECORD is a record file or a
@@ -187,11 +187,11 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m cf_env.replay", description=__doc__.split("\n\n")[0],
+        prog="python -m cf_env.viz.replay", description=__doc__.split("\n\n")[0],
         formatter_class=_HelpFormatter,
     )
     parser.add_argument(
-        "record", help="a game record (JSON) from cf_env.play, or a JSON-lines file of them"
+        "record", help="a game record (JSON) from cf_env.tools.play, or a JSON-lines file of them"
     )
     parser.add_argument(
         "--game", type=int, default=None,

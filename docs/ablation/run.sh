@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13 ablation: three learners for the same wall-clock (SECS, default 400 s), side by side,
+# Learner ablation: three learners for the same wall-clock (SECS, default 400 s), side by side,
 # then every frozen snapshot evaluated against 3x heuristic (200 duplicate single-round deals,
 # seed 1); writes $OUT/ablation.json (docs/ablation/plot.py draws it). Run from the repository
 # root. The shipped figure (docs/ablation/ablation.json) is the 2-core run, each learner with the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 14 measurements: the search agents' cost and strength (4 players, double-9, single
-# rounds, duplicate deals). Run from the repository root, on an otherwise idle machine:
+# The search agents' cost and strength (4 players, double-9, single rounds, duplicate deals).
+# Run from the repository root, on an otherwise idle machine:
 #
 #   bash docs/search/run.sh                 # everything (~5.3 CPU-hours; README "Policies")
 #   PARTS=bench bash docs/search/run.sh     # only the µs-per-iteration rows (~1 min)
@@ -8,11 +8,11 @@
 #   SMOKE=1 OUT=/tmp/search bash docs/search/run.sh   # a handful of deals: checks the script only
 #
 # PARTS (default "bench curve targets"):
-#   bench    python -m cf_env.search_bench            -> $OUT/bench.json
+#   bench    python -m cf_env.tools.search_bench            -> $OUT/bench.json
 #   curve    win rate vs iterations: ismcts and guided at 50, 200, 800 iterations vs 3x
 #            heuristic, $DEALS (500) deals each, plus the checkpoint alone (0 iterations)
 #                                                      -> $OUT/curve/*.json, $OUT/curve.png
-#   targets  the issue's targets at 100 ms of CPU per decision, $TARGET_DEALS (2000) deals:
+#   targets  the strength targets at 100 ms of CPU per decision, $TARGET_DEALS (2000) deals:
 #            guided vs 3x heuristic, guided vs 3x the checkpoint itself (the best shipped PPO
 #            agent), plain ismcts vs 3x heuristic       -> $OUT/targets/*.json
 # Every evaluation uses seed 0; the iteration-count runs give the same numbers for any WORKERS,
@@ -44,7 +44,7 @@ evaluate() {  # name agent opponent deals
 for part in $PARTS; do
   case $part in
     bench)
-      $PY -m cf_env.search_bench --positions "$BENCH_POSITIONS" --json "$OUT/bench.json" \
+      $PY -m cf_env.tools.search_bench --positions "$BENCH_POSITIONS" --json "$OUT/bench.json" \
         | tee "$OUT/bench.txt" ;;
     curve)
       mkdir -p "$OUT/curve"

@@ -1,4 +1,4 @@
-"""Guided-search variants compared to choose the `guided:` scheme (issue 14; README "Policies").
+"""Guided-search variants compared to choose the `guided:` scheme (README "Policies").
 
 Each is a `module:factory` spec with `docs/search` on PYTHONPATH, e.g.
 `PYTHONPATH=docs/search python -m training.evaluate --agent variants:net4 ...`. The checkpoint is

@@ -21,7 +21,7 @@ from cf_env.core.deals import DealSampler
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
 from cf_env.core.tiles import tile_tables
-from training.evaluate import evaluate
+from training.evaluation.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # actor + value head

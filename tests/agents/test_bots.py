@@ -256,7 +256,7 @@ def test_ismcts_spec_errors_name_the_problem():
 @pytest.mark.parametrize("fields", PLAYOUT_CONFIGS)
 @pytest.mark.parametrize("spec", ["random", "greedy"])
 def test_mask_only_fast_path_makes_the_same_choices_as_act(spec, fields):
-    """`act_bits(legal)` (cf_env.policies' fast path) is `act(observation)` with the same RNG
+    """`act_bits(legal)` (cf_env.agents.policies' fast path) is `act(observation)` with the same RNG
     use: two bots with one seed, one asked each way at every decision (forced ones included, so
     single-action draws of the RNG are compared too), choose identically over whole games, and
     their RNGs end in the same state."""
@@ -300,7 +300,7 @@ def test_greedy_fast_path_breaks_point_ties_like_act():
 def test_register_policy_before_builtins_keeps_them():
     """A user spec registered before anything loaded the built-in bots used to hide them
     ("unknown policy spec 'random'"): built-ins were imported only while no spec was registered.
-    Run in a fresh interpreter, so that no earlier test has imported `cf_env.bots` already."""
+    Run in a fresh interpreter, so that no earlier test has imported `cf_env.agents.bots` already."""
     script = """
 import sys
 from cf_env import ChickenFootConfig

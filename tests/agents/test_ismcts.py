@@ -27,8 +27,8 @@ from cf_env.core.observation import Encoder, ObservationDecoder
 from cf_env.core.tiles import tile_tables
 from cf_env.tools.play import main as play_main
 from cf_env.tools.soak import check_position
-from training.evaluate import evaluate
-from training.evaluate import main as evaluate_main
+from training.evaluation.evaluate import evaluate
+from training.evaluation.evaluate import main as evaluate_main
 
 ROOT = Path(__file__).resolve().parents[2]
 CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # 4 players double-9
@@ -541,7 +541,7 @@ def test_hand_bits_are_the_hand_as_action_bits():
 def test_search_bench_prints_rows_for_each_search():
     from cf_env.tools.search_bench import run
 
-    rows = run(1, sets=(6, 9), before=False, reference_seconds=0.05)
+    rows = run(1, sets=(6, 9), reference_seconds=0.05)
     assert [(r["set"], r["search"]) for r in rows] == [
         ("double-6", "after"), ("double-9", "after"), ("double-9", "guided")]
     assert all(r["us_per_iteration"] > 0 for r in rows)

@@ -1,7 +1,7 @@
 """A policy that fails is that policy's error (`cf_env.agents.arena.PolicyError`), whatever it
 raises — `SystemExit`, `KeyboardInterrupt` and `GeneratorExit` included — in an arena built with
 `wrap_errors=True` (the evaluator's, the terminal game's), while the user's own Ctrl-C stays an
-interrupt; and `cf_env.play` reports a failing bot instead of exiting cleanly."""
+interrupt; and `cf_env.tools.play` reports a failing bot instead of exiting cleanly."""
 
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def test_policy_errors_are_value_errors_that_cross_process_boundaries():
     assert isinstance(illegal, PolicyError) and isinstance(illegal, IllegalActionError)
 
 
-# --------------------------------------------------------------------------- cf_env.play
+# --------------------------------------------------------------------------- cf_env.tools.play
 class _Bot:
     """Plays its first legal action; its third decision runs FAIL[kind]."""
 

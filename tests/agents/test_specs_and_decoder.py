@@ -20,7 +20,7 @@ from cf_env.agents.policies import load_policy, policy_specs, spec_checkpoint
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder, ObservationDecoder, ObservedState
-from training import checkpoints
+from training.artifacts import checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 CKPT = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # 4 players double-9, the default game

@@ -188,8 +188,8 @@ def test_shipped_cards_naming_the_options_load_and_compare_by_rules(name):
 
 # ------------------------------------------------------------------------------ YAML keys
 def test_training_yaml_env_rules_still_take_the_options():
-    from training import rllib_config
     from training.config import config_from_dict
+    from training.rllib import config as rllib_config
 
     config = config_from_dict({"env": {"rules": {"num_players": 3, "reward_mode": "win"},
                                        "episode": "game"}})

@@ -263,7 +263,7 @@ def test_training_envs_are_identical_in_subprocess_and_in_process_workers():
     """The vectorised training envs play the same episodes whether they run in worker processes."""
     pytest.importorskip("sb3_contrib", reason="SB3's vector envs: the train extra")
     from training.config import load_config
-    from training.ppo import make_vec_env
+    from training.sb3.maskable_ppo import make_vec_env
 
     def rollout(vec_env: str) -> list:
         config = load_config("configs/smoke.yaml", [f"vec_env={vec_env}"])

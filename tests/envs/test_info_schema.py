@@ -375,12 +375,12 @@ def test_v1_envs_raise_no_deprecation_warning():
 
 def test_v0_deprecation_warns_on_import_and_on_every_make():
     # A fresh interpreter: this one may have imported the module already (warned once).
-    code = "import cf_env, cf_env.chicken_foot_v1; import cf_env.envs.chicken_foot_v0"
+    code = "import cf_env, cf_env.envs.chicken_foot_v1; import cf_env.envs.chicken_foot_v0"
     run = subprocess.run(
         [sys.executable, "-W", "error::DeprecationWarning", "-c", code],
         capture_output=True, text=True, timeout=120,
     )
-    assert run.returncode != 0 and "DeprecationWarning: cf_env.chicken_foot_v0 is deprecated" in run.stderr
+    assert run.returncode != 0 and "DeprecationWarning: cf_env.envs.chicken_foot_v0 is deprecated" in run.stderr
     run = subprocess.run(
         [sys.executable, "-W", "error::DeprecationWarning", "-c", code.rsplit(";", 1)[0]],
         capture_output=True, text=True, timeout=120,

@@ -1,4 +1,4 @@
-"""The learner's single-agent view (`cf_env.single_agent`): its own observation and reward only,
+"""The learner's single-agent view (`cf_env.envs.single_agent`): its own observation and reward only,
 legal masks, the env checkers, seeding, and clear errors."""
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ class _ObservationRecorder:
 
 @pytest.mark.parametrize("fast_path", [_Recorder, _ListRecorder])
 def test_opponents_are_asked_only_real_choices_through_the_right_entry_point(fast_path):
-    """Forced opponent decisions are taken without asking (as training.evaluate does); mask-only
+    """Forced opponent decisions are taken without asking (as training.evaluation.evaluate does); mask-only
     policies get their fast path (`act_bits` or the list form `act_legal`), others `act` with
     the observation dict."""
     recorders, observers = [], []

@@ -1,4 +1,4 @@
-"""Hardening of the single-agent env (`cf_env.single_agent`, `cf_env/ChickenFoot-v1`):
+"""Hardening of the single-agent env (`cf_env.envs.single_agent`, `cf_env/ChickenFoot-v1`):
 seeded resets replay on a used env for every opponent kind, SB3's `make_vec_env` and `rgb_array`
 rendering, actions checked by the engine's rules (never coerced), no stepping outside an episode,
 the checkers on the registered id's defaults, typo'd keywords and masks through the wrappers.
@@ -85,7 +85,7 @@ class _CachingSampler:
 
 
 def _snapshot_pool(config):
-    from training.opponents import OpponentPool
+    from training.selfplay.opponents import OpponentPool
 
     # Sampling (not greedy) snapshots: their own RNG matters, like the bots'.
     return OpponentPool(config, {"random": 1.0}, snapshot_weight=3.0, snapshots=[str(SHIPPED)])
@@ -448,7 +448,7 @@ def test_spec_opponents_start_empty_in_every_copy_in_play():
 
 
 def test_soak_replays_single_agent_games_from_their_seed(capsys):
-    """`python -m cf_env.soak` plays some games through the single-agent env twice from one
+    """`python -m cf_env.tools.soak` plays some games through the single-agent env twice from one
     seed (the second time on the used env) and counts them in its summary line."""
     from cf_env.tools import soak
 

@@ -1,7 +1,7 @@
-"""The benchmark (`python -m cf_env.bench`) runs end to end at tiny sizes and measures what it
+"""The benchmark (`python -m cf_env.tools.bench`) runs end to end at tiny sizes and measures what it
 claims.
 
-No timed assertions: speed is reported by `python -m cf_env.bench`, never asserted here.
+No timed assertions: speed is reported by `python -m cf_env.tools.bench`, never asserted here.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_cli_rejects_bad_arguments(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         bench.main(argv)
     assert exit_info.value.code == 2
-    assert "usage: python -m cf_env.bench" in capsys.readouterr().err
+    assert "usage: python -m cf_env.tools.bench" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ other libraries' wrappers

@@ -1,4 +1,4 @@
-"""`python -m cf_env.play`: a terminal game for one human seat, driven here through stdin.
+"""`python -m cf_env.tools.play`: a terminal game for one human seat, driven here through stdin.
 
 The subprocess tests are the acceptance tests (a whole game from piped answers; garbage input,
 end of input and Ctrl-C end cleanly, never with a traceback); the in-process ones check the
@@ -36,7 +36,7 @@ TINY = ["--players", "2", "--max-pips", "6", "--rounds", "1", "--opponents", "ra
 
 def run_play(args: list[str], stdin: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "cf_env.play", *args],
+        [sys.executable, "-m", "cf_env.tools.play", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -83,7 +83,7 @@ def test_garbage_then_end_of_input_exits_cleanly():
 
 def test_ctrl_c_at_the_prompt_exits_cleanly():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cf_env.play", *TINY, "--seed", "5"],
+        [sys.executable, "-m", "cf_env.tools.play", *TINY, "--seed", "5"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -305,7 +305,7 @@ def test_the_search_for_the_start_double_is_announced():
 
 
 def test_score_tables_align_long_names_and_reveal_hands(tmp_path):
-    long_spec = "cf_env.agents.bots:GreedyPolicy"  # "player_1 (cf_env.bots:GreedyPolicy)": 35 characters
+    long_spec = "cf_env.agents.bots:GreedyPolicy"  # its seat label has 42 characters
     record = tmp_path / "game.json"
     out = io.StringIO()
     args = ["--players", "3", "--max-pips", "6", "--rounds", "2", "--seed", "4"]
@@ -331,7 +331,7 @@ def test_score_tables_align_long_names_and_reveal_hands(tmp_path):
 def _card_with(monkeypatch, **fields) -> ChickenFootConfig:
     """Play under rules a checkpoint's card would set (play has no options for the variants):
     `_card_rules` answers as for a card with `fields`, while the opponents stay bots."""
-    from training.checkpoints import NEUTRAL_FIELDS
+    from training.artifacts.checkpoints import NEUTRAL_FIELDS
 
     config = ChickenFootConfig(**fields)
     rules = {k: v for k, v in config.to_dict().items() if k not in NEUTRAL_FIELDS}

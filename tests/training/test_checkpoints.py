@@ -1,4 +1,4 @@
-"""Hostile checkpoint files (`training.checkpoints`): the weights-only loader refuses oversized
+"""Hostile checkpoint files (`training.artifacts.checkpoints`): the weights-only loader refuses oversized
 or lying `policy.npz` members from the zip directory and `.npy` headers before decompressing
 them, bounds `card.json` and pointer sizes, turns JSON nested too deeply into
 `CheckpointError`, requires the card's `policy_sha256`, and follows `latest.json` only to a
@@ -20,7 +20,7 @@ from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.agents import checkpoint as reader
 from cf_env.agents.policies import load_policy
 from cf_env.core.observation import observation_layout
-from training import checkpoints as ckpt
+from training.artifacts import checkpoints as ckpt
 
 CONFIG = ChickenFootConfig()
 HIDDEN = 16

@@ -1,6 +1,6 @@
 """One dataclass-from-YAML loader (`training.config.dataclass_from_dict`) reads both trainers'
 configs: `training.config.TrainConfig` (`python -m training.ppo`) and
-`training.rllib_config.RLlibTrainConfig` (`python -m training.rllib_ppo`; Ray-free, so these run
+`training.rllib.config.RLlibTrainConfig` (`python -m training.rllib_ppo`; Ray-free, so these run
 without the `rllib` extra). One loader for both, because the RLlib trainer's own loader had
 drifted (it refused "1e-4" and a null section)."""
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from training import config as train_config
-from training import rllib_config
 from training.config import dataclass_from_dict, read_config_data
+from training.rllib import config as rllib_config
 
 TRAINERS = {
     "ppo": (train_config.load_config, train_config.config_from_dict, train_config.TrainConfig),

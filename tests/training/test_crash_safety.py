@@ -24,8 +24,8 @@ from crash import ROOT, hidden_leftovers, kill_points, run_killed_at, weights_ch
 
 from cf_env import ChickenFootConfig
 from cf_env.core import atomic
-from training import checkpoints as ckpt
 from training import ppo
+from training.artifacts import checkpoints as ckpt
 
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
 QUIET = ["--set", "progress_bar=false"]
@@ -42,7 +42,7 @@ def smoke_args(runs: Path, name: str, *sets: str) -> list[str]:
 def shipped(tmp_path_factory) -> tuple[Path, Path]:
     """A tiny self-play run and an agent shipped from it (evaluation seed 1)."""
     pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
-    from training import ship
+    from training.artifacts import ship
 
     root = tmp_path_factory.mktemp("shipped")
     ppo.main(smoke_args(root / "runs", "sp", "eval.every_steps=0"))
@@ -128,16 +128,16 @@ def test_a_checkpoint_killed_at_any_step_leaves_latest_complete_and_is_rewritten
 
     points = kill_points("""
         from crash import weights_checkpoint
-        from training import checkpoints as ckpt
+        from training.artifacts import checkpoints as ckpt
         ckpt.save_checkpoint_as_latest("{folder}", 2, lambda t: weights_checkpoint(t, 2, steps=2))
-    """, prepare, check, imports="import training.checkpoints, crash")
+    """, prepare, check, imports="import training.artifacts.checkpoints, crash")
     assert points >= 5
 
 
 # ------------------------------------------------------------------------- ship, fit_value
 @pytest.mark.slow
 def test_ship_killed_at_any_step_leaves_an_agent_and_the_next_ship_cleans_up(shipped, tmp_path):
-    from training import ship
+    from training.artifacts import ship
 
     run_dir, agent = shipped
 
@@ -160,14 +160,14 @@ def test_ship_killed_at_any_step_leaves_an_agent_and_the_next_ship_cleans_up(shi
         assert hidden_leftovers(dest.parent) == []
 
     kill_points("""
-        from training import ship
+        from training.artifacts import ship
         ship.main(["{run}", "{dest}", "--deals", "2", "--full-games", "", "--seed", "2", "--force"])
-    """, prepare, check, imports="import training.ship, matplotlib.pyplot, openskill")
+    """, prepare, check, imports="import training.artifacts.ship, matplotlib.pyplot, openskill")
 
 
 @pytest.mark.slow
 def test_fit_value_killed_at_any_step_keeps_a_head_that_matches_its_card(shipped, tmp_path):
-    from training import fit_value
+    from training.selfplay import fit_value
 
     _, agent = shipped
     fit = ["--decisions", "64", "--games", "4", "--rollout-steps", "8"]
@@ -192,15 +192,15 @@ def test_fit_value_killed_at_any_step_keeps_a_head_that_matches_its_card(shipped
 
     kill_points("""
         import json
-        from training import fit_value
+        from training.selfplay import fit_value
         assert fit_value.main(["{agent}", *json.loads('{fit}'), "--seed", "5"]) == 0
-    """, prepare, check, imports="import training.fit_value")
+    """, prepare, check, imports="import training.selfplay.fit_value")
 
 
 def test_an_agent_left_aside_by_an_interrupted_ship_is_restored(shipped, tmp_path):
     """What an older ship left when killed between its two renames (the destination gone, the
     agent at `.agent.old-<random>`): the next ship renames it back before anything else."""
-    from training import ship
+    from training.artifacts import ship
 
     run_dir, agent = shipped
     shutil.copytree(agent, tmp_path / ".agent.old-x1y2z3")
@@ -215,7 +215,7 @@ def test_a_run_directory_killed_while_made_or_restarted_can_be_started_again(tmp
     """`create_run_dir` killed at each step, over a new folder and over a run that has no
     checkpoint (which it clears): the same call then starts the run, the folder holding only
     its config and lock."""
-    from training import provenance
+    from training.artifacts import provenance
 
     def prepare():
         runs = tmp_path / f"k{len(list(tmp_path.iterdir()))}"
@@ -234,10 +234,10 @@ def test_a_run_directory_killed_while_made_or_restarted_can_be_started_again(tmp
             assert (run_dir / "config.yaml").read_text() == "seed: 2\n"
 
     kill_points("""
-        from training import provenance
+        from training.artifacts import provenance
         for name in ("new", "old"):
             provenance.create_run_dir("{runs}", name, "x", {{"seed": 2}})
-    """, prepare, check, imports="import training.provenance, yaml")
+    """, prepare, check, imports="import training.artifacts.provenance, yaml")
 
 
 # ------------------------------------------------------------------------- training runs
@@ -271,7 +271,7 @@ def test_a_run_killed_between_its_step_folder_and_its_pointer_resumes_with_its_o
     """Killed after `step_256/` (and the snapshot of step 256) are in place but before `latest`
     moves: `--resume` continues from step 128 and what it saves at 256 is its own."""
     args = smoke_args(tmp_path, "run", "total_steps=256")
-    run_killed_on_call(args, "checkpoints", "write_pointer",
+    run_killed_on_call(args, "artifacts.checkpoints", "write_pointer",
                        "args[1] == 'latest' and kwargs.get('steps') == 256")
     run_dir = tmp_path / "run"
     assert ckpt.read_card(ckpt.resolve_checkpoint(run_dir))["steps"] == 128
@@ -291,7 +291,7 @@ def test_a_run_killed_between_its_step_folder_and_its_pointer_resumes_with_its_o
 @pytest.mark.parametrize("again", ["the same command", "--resume"])
 def test_a_run_killed_before_its_first_checkpoint_can_be_run_again(tmp_path, again, capsys):
     args = smoke_args(tmp_path, "run", "total_steps=128")
-    run_killed_on_call(args, "checkpoints", "save_checkpoint_as_latest", "True")
+    run_killed_on_call(args, "artifacts.checkpoints", "save_checkpoint_as_latest", "True")
     run_dir = tmp_path / "run"
     assert (run_dir / "config.yaml").is_file()
     assert not (run_dir / "checkpoints" / "latest.json").exists()
@@ -303,12 +303,12 @@ def test_a_run_killed_before_its_first_checkpoint_can_be_run_again(tmp_path, aga
 
 @pytest.mark.slow
 def test_a_second_session_on_a_running_run_is_refused(tmp_path, capsys):
-    from training import provenance
+    from training.artifacts import provenance
 
     ppo.main(smoke_args(tmp_path, "run", "total_steps=64", "eval.every_steps=0"))
     run_dir = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from training import provenance; "
+        [sys.executable, "-c", "import sys, time; from training.artifacts import provenance; "
          f"provenance.lock_run({str(run_dir)!r}); print('locked', flush=True); time.sleep(60)"],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
@@ -424,7 +424,7 @@ def test_collectors_die_with_a_killed_trainer(tmp_path):
 def test_a_collector_that_dies_mid_run_is_named(tmp_path):
     from training.config import load_config
     from training.processes import CollectorError
-    from training.selfplay import ProcessCollection, build_networks
+    from training.selfplay.learner import ProcessCollection, build_networks
 
     config = load_config(SMOKE, ["selfplay.workers=2"])
     actor, critic = build_networks(config)

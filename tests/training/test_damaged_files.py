@@ -16,8 +16,9 @@ from crash import ROOT
 from cf_env import ChickenFootConfig
 from cf_env.agents.policies import load_policy
 from cf_env.core import atomic
-from training import checkpoints as ckpt
-from training import plot, ppo
+from training import ppo
+from training.artifacts import checkpoints as ckpt
+from training.evaluation import plot
 
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
 
@@ -26,7 +27,7 @@ SMOKE = str(ROOT / "configs" / "smoke.yaml")
 def run_and_agent(tmp_path_factory) -> tuple[Path, Path]:
     """A tiny self-play run (evaluations at steps 256 and 512) and an agent shipped from it."""
     pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
-    from training import ship
+    from training.artifacts import ship
 
     root = tmp_path_factory.mktemp("damaged")
     ppo.main(["--config", SMOKE, "--set", f"runs_dir={root}", "--set", "run_name=sp",
@@ -67,7 +68,7 @@ def test_a_resumed_run_cuts_a_torn_evaluation_line_before_appending(run_and_agen
 
 
 def test_plot_and_ship_read_past_a_torn_last_evaluation_line(run_and_agent, tmp_path):
-    from training import ship
+    from training.artifacts import ship
 
     run_dir = _copy(run_and_agent[0], tmp_path)
     _tear_last_line(run_dir / "evals.jsonl")

@@ -1,4 +1,4 @@
-"""`training.evaluate`: duplicate deals with seat rotation, worker-independent results, intervals,
+"""`training.evaluation.evaluate`: duplicate deals with seat rotation, worker-independent results, intervals,
 bot strength ordering, user-policy errors, and the CLI outputs."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from cli_errors import user_error
 
 from cf_env import ChickenFootConfig, Engine
 from cf_env.viz.record import read_record, record_config, replay_engine
-from training.evaluate import (
+from training.evaluation.evaluate import (
     IllegalPolicyActionError,
     evaluate,
     lineup,
@@ -22,7 +22,7 @@ from training.evaluate import (
     output_paths,
     rotation_seats,
 )
-from training.stats import fractional_ranks, mean_ci, proportion_ci, t_quantile
+from training.evaluation.stats import fractional_ranks, mean_ci, proportion_ci, t_quantile
 
 SMALL = ChickenFootConfig(num_players=3, max_pips=6, num_rounds=2)
 
@@ -61,7 +61,7 @@ def greedy_as_array(config, seed=None):
 
 
 def read_records(folder) -> dict[str, dict]:
-    """Every game record in an evaluation's record folder, by file name (cf_env.record)."""
+    """Every game record in an evaluation's record folder, by file name (cf_env.viz.record)."""
     return {path.name: read_record(path) for path in sorted(folder.iterdir())}
 
 
@@ -262,7 +262,7 @@ SMALL_CLI = ["--players", "3", "--max-pips", "6", "--rounds", "2", "--deals", "2
 
 def refuse_to_play(monkeypatch):
     """Make any game played an error: the checks must come before the long work."""
-    import training.evaluate as ev
+    import training.evaluation.evaluate as ev
 
     def no_games(job):
         raise AssertionError("a game was played before the inputs were checked")
@@ -298,7 +298,7 @@ def test_evaluate_user_errors_print_one_error_line_and_exit_2(
 
 
 def test_evaluate_illegal_policy_action_is_one_error_line_exit_1(tmp_path, capsys):
-    # Not a bad argument but a policy that fails during play: reported like cf_env.play does.
+    # Not a bad argument but a policy that fails during play: reported like cf_env.tools.play does.
     with pytest.raises(SystemExit) as exited:
         main([*SMALL_CLI, "--agent", "test_evaluate:always_pass", "--opponents", "random",
               "--out", str(tmp_path / "eval.json")])
@@ -474,7 +474,7 @@ def test_cli_never_overwrites_results_silently(tmp_path, capsys, monkeypatch):
 def test_plot_keeps_long_names_and_titles_inside_the_picture(tmp_path):
     from PIL import Image
 
-    from training.report import plot
+    from training.evaluation.report import plot
 
     result = evaluate(["greedy", "random"], SMALL, deals=2)
     result["policies"][0]["name"] = "ppo:checkpoints/selfplay-4p-d9-v3-with-a-long-name"

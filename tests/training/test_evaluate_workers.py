@@ -1,4 +1,4 @@
-"""`training.evaluate` when a policy or a worker process fails: every failure is an error that
+"""`training.evaluation.evaluate` when a policy or a worker process fails: every failure is an error that
 names the policy and the deal (never a hang, never a clean exit), and nothing is left behind —
 no process, no file in /dev/shm — even when every process of the evaluation is SIGKILLed.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cf_env import ChickenFootConfig
-from training.evaluate import PolicyError, WorkerDiedError, evaluate, policy_seed
+from training.evaluation.evaluate import PolicyError, WorkerDiedError, evaluate, policy_seed
 
 SMALL = ChickenFootConfig(num_players=3, max_pips=6, num_rounds=2)
 SMALL_CLI = ["--players", "3", "--max-pips", "6", "--rounds", "2", "--no-progress"]

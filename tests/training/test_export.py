@@ -1,4 +1,4 @@
-"""Checkpoint safety (`training.export`, `training.checkpoints`): weights-only exports act exactly
+"""Checkpoint safety (`training.artifacts.export`, `training.artifacts.checkpoints`): weights-only exports act exactly
 like their source; SB3 zips (which unpickle on load) are read only with `--allow-pickle`;
 truncated, corrupted or inconsistent checkpoint files raise `CheckpointError` naming the file and
 the problem; mismatched configs raise `CheckpointMismatchError` naming the field; the shipped
@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 
 try:  # pytest.importorskip's skip, written so that the imports below may follow it
-    import yaml  # noqa: F401  (training.export and training.ppo read YAML)
+    import yaml  # noqa: F401  (training.artifacts.export and training.ppo read YAML)
 except ImportError as missing:
     pytest.skip(f"{missing}: needs the train extra: pip install -e '.[train]'", allow_module_level=True)
 
 from cf_env import ChickenFootConfig
 from cf_env.agents.policies import load_policy
 from cf_env.envs.env import raw_env
-from training import checkpoints as ckpt
-from training import export as ex
 from training import ppo
+from training.artifacts import checkpoints as ckpt
+from training.artifacts import export as ex
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")

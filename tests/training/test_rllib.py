@@ -4,7 +4,7 @@ The first group runs everywhere. The second needs the `rllib` extra and is skipp
 reason, when Ray is not installed; it trains a tiny game (2 players, double-6, one round) for two
 iterations in the driver (no remote runners) and checks the run directory, that every sampled
 action was legal in its observation's mask, seeding, and that the exported policy plays in
-`training.evaluate`.
+`training.evaluation.evaluate`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 from cf_env import ChickenFootConfig
 from cf_env.core.observation import observation_layout
 from cf_env.envs.env import raw_env
-from training.checkpoints import load_ppo_policy, read_card
-from training.rllib_compat import (
+from training.artifacts.checkpoints import load_ppo_policy, read_card
+from training.rllib.compat import (
     MASK_KEY,
     RLLIB_OBS_KEY,
     RLlibKeysWrapper,
@@ -163,7 +163,7 @@ def test_export_refuses_what_the_format_cannot_hold(tmp_path):
 @pytest.fixture(scope="module")
 def rllib():
     ray = pytest.importorskip("ray", reason=RAY_REASON)
-    from training import rllib_ppo
+    from training.rllib import trainer as rllib_ppo
 
     if not ray.is_initialized():
         ray.init(num_cpus=1, include_dashboard=False, object_store_memory=100 * 2**20,
@@ -202,7 +202,7 @@ def test_rllib_training_writes_checkpoints_and_an_export_that_evaluate_plays(rll
     torch = pytest.importorskip("torch")
     from ray.rllib.core.columns import Columns
 
-    from training.evaluate import evaluate
+    from training.evaluation.evaluate import evaluate
 
     config = tiny_config(rllib, tmp_path)
     run_dir = rllib.new_run_dir(config, "test", ["--test"])
@@ -246,7 +246,7 @@ def test_rllib_training_writes_checkpoints_and_an_export_that_evaluate_plays(rll
     finally:
         algo.stop()
 
-    # ... and plays through training.evaluate (which raises on any illegal action).
+    # ... and plays through training.evaluation.evaluate (which raises on any illegal action).
     result = evaluate([f"ppo:{run_dir}", "greedy"], config.rules(), deals=4, seed=1,
                       single_round=True)
     assert result["games"] == 8

@@ -1,4 +1,4 @@
-"""The self-play trainer (`training.collector`, `training.selfplay`): the collector's
+"""The self-play trainer (`training.selfplay.collector`, `training.selfplay.learner`): the collector's
 trajectories replay exactly through the AEC env, the privileged input reaches the critic and
 never the actor, masked sampling never picks an illegal action, resume continues the step count
 and the pool, a tiny run is deterministic, and both algorithms run on configs/smoke.yaml."""
@@ -24,11 +24,11 @@ from cf_env import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.kernel import KernelBatch
 from cf_env.envs.env import raw_env
-from training import checkpoints as ckpt
 from training import ppo
-from training.collector import Collector, compute_gae, sample_masked
+from training.artifacts import checkpoints as ckpt
 from training.config import load_config
-from training.selfplay import (
+from training.selfplay.collector import Collector, compute_gae, sample_masked
+from training.selfplay.learner import (
     TRAINER_FILE,
     LocalCollection,
     ProcessCollection,
@@ -277,7 +277,7 @@ def test_smoke_selfplay_run_writes_the_shared_run_directory(selfplay_run):
 
 @pytest.mark.slow
 def test_export_of_a_selfplay_run_is_weights_only(selfplay_run, tmp_path):
-    from training import export
+    from training.artifacts import export
 
     out = export.main([str(selfplay_run), str(tmp_path / "exported")])
     assert not (out / TRAINER_FILE).exists() and (out / "policy.npz").is_file()
@@ -291,7 +291,7 @@ def test_ship_writes_the_privileged_critic_as_the_value_head(selfplay_run, tmp_p
     trainer's torch critic on collector rows, and `lookahead:` plays with it."""
     pytest.importorskip("openskill", reason="the ship report's ratings: the train extra")
     from cf_env.agents.policies import load_policy
-    from training import ship
+    from training.artifacts import ship
 
     dest = tmp_path / "agent"
     card = ship.main([str(selfplay_run), str(dest), "--deals", "2", "--full-games", ""])
@@ -452,10 +452,11 @@ def test_auto_update_dtype_is_bfloat16_only_where_the_cpu_has_it(monkeypatch, na
 
 @pytest.mark.slow
 def test_fit_value_gives_a_shipped_actor_a_value_head(selfplay_run, tmp_path):
-    """training.fit_value: policy evaluation of the frozen actor writes a valid value head (the
+    """training.selfplay.fit_value: policy evaluation of the frozen actor writes a valid value head (the
     error on fresh rollouts falls), leaves the actor alone, and refuses what it cannot fit."""
     from cf_env.agents.policies import load_policy
-    from training import export, fit_value
+    from training.artifacts import export
+    from training.selfplay import fit_value
 
     agent = export.main([str(selfplay_run), str(tmp_path / "agent")])
     twin = tmp_path / "twin"

@@ -1,4 +1,4 @@
-"""`training.ship` and `cf_env.demo` as command lines: user errors are one `error:` line and
+"""`training.artifacts.ship` and `cf_env.tools.demo` as command lines: user errors are one `error:` line and
 exit 2, found before the long work; a ship replaces an earlier agent only once the new one is
 complete."""
 
@@ -15,7 +15,7 @@ import pytest
 from cli_errors import user_error
 
 from cf_env.tools import demo
-from training import ship
+from training.artifacts import ship
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "checkpoints" / "ppo-4p-d9"

@@ -1,5 +1,5 @@
 """Every size a user gives is bounded before anything is allocated: training configs (counts,
-network widths, a self-play rollout's memory) and `training.fit_value`'s options are refused
+network widths, a self-play rollout's memory) and `training.selfplay.fit_value`'s options are refused
 with the bound in the message."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_network_widths_are_bounded():
 @pytest.mark.parametrize(("flag", "value"), [("--games", 1 << 20), ("--rollout-steps", 10**9),
                                              ("--batch-size", 10**12), ("--epochs", 0)])
 def test_fit_value_refuses_sizes_out_of_bounds(flag, value, capsys):
-    from training import fit_value
+    from training.selfplay import fit_value
 
     with pytest.raises(SystemExit) as stopped:
         fit_value.main(["checkpoints/selfplay-4p-d9", flag, str(value)])

@@ -1,4 +1,4 @@
-"""Training (`training.ppo`, `training.config`, `training.checkpoints`, `training.opponents`):
+"""Training (`training.ppo`, `training.config`, `training.artifacts.checkpoints`, `training.selfplay.opponents`):
 a smoke run writes a run directory and a loadable checkpoint and resumes from it; mismatched
 checkpoints fail naming the field; interrupted saves leave the previous checkpoint intact."""
 
@@ -19,10 +19,10 @@ except ImportError as missing:
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.agents.policies import load_policy
 from cf_env.envs.env import raw_env
-from training import checkpoints as ckpt
 from training import ppo
+from training.artifacts import checkpoints as ckpt
 from training.config import TrainConfig, load_config
-from training.opponents import OpponentPool
+from training.selfplay.opponents import OpponentPool
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
@@ -168,7 +168,9 @@ def test_ctrl_c_writes_a_checkpoint(tmp_path, monkeypatch):
                 raise KeyboardInterrupt
             return True
 
-    monkeypatch.setattr(ppo, "_callbacks", lambda *args: Interrupt())
+    from training.sb3 import maskable_ppo
+
+    monkeypatch.setattr(maskable_ppo, "_callbacks", lambda *args: Interrupt())
     with pytest.raises(KeyboardInterrupt):
         ppo.main(["--config", SMOKE, "--set", f"runs_dir={tmp_path}", "--set", "run_name=int",
                   "--set", "algo=maskable_ppo"])

@@ -24,10 +24,10 @@ except ImportError as missing:
 
 from cf_env import ChickenFootConfig
 from cf_env.agents.policies import validate_policy_spec
-from training import checkpoints as ckpt
 from training import ppo
+from training.artifacts import checkpoints as ckpt
 from training.config import load_config
-from training.plot import load_evals
+from training.evaluation.plot import load_evals
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
@@ -241,7 +241,7 @@ def test_bad_spec_fails_before_the_run_directory_exists(tmp_path, override, mess
 
 
 def test_opponent_pool_refuses_max_snapshots_0():
-    from training.opponents import OpponentPool
+    from training.selfplay.opponents import OpponentPool
 
     with pytest.raises(ValueError, match="max_snapshots must be >= 1; got 0"):
         OpponentPool(ChickenFootConfig(), {"greedy": 1.0}, max_snapshots=0)
@@ -251,19 +251,21 @@ def test_a_run_that_fails_before_its_first_checkpoint_leaves_no_folder(tmp_path,
     def broken(*args, **kwargs):
         raise RuntimeError("env construction failed")
 
-    monkeypatch.setattr(ppo, "make_vec_env", broken)
+    from training.sb3 import maskable_ppo
+
+    monkeypatch.setattr(maskable_ppo, "make_vec_env", broken)
     with pytest.raises(RuntimeError, match="env construction failed"):  # a bug: it propagates
         run_main([*TINY, "--set", f"runs_dir={tmp_path}", "--set", "run_name=r"])
     assert not (tmp_path / "r").exists()  # the same command can run again
 
 
 def test_failed_evaluations_make_the_command_exit_1(tmp_path, monkeypatch):
-    import training.evaluate
+    import training.evaluation.evaluate
 
     def broken(*args, **kwargs):
         raise RuntimeError("evaluation broke")
 
-    monkeypatch.setattr(training.evaluate, "evaluate", broken)
+    monkeypatch.setattr(training.evaluation.evaluate, "evaluate", broken)
     code, err = run_main([*TINY, "--set", f"runs_dir={tmp_path}", "--set", "run_name=r",
                           "--set", "eval.every_steps=64"])
     assert code == 1
@@ -285,7 +287,7 @@ def test_a_new_run_says_where_it_is_and_sums_up(base_run):
     # The curve is drawn, and the next commands name this run and files that exist.
     assert f"learning curve: {run / 'curve.png'}" in err and (run / "curve.png").stat().st_size
     assert f"python -m training.evaluate --agent ppo:{run} --opponents greedy,heuristic" in err
-    assert f"python -m cf_env.play --opponents ppo:{run}" in err
+    assert f"python -m cf_env.tools.play --opponents ppo:{run}" in err
     assert f"python -m training.ship {run} checkpoints/<name>" in err
     assert f"tensorboard --logdir {run / 'tb'}" in err and (run / "tb").is_dir()
 

@@ -1,4 +1,4 @@
-"""Game records of games to a target score (`cf_env.record`).
+"""Game records of games to a target score (`cf_env.viz.record`).
 
 With `target_score` a game is not `num_rounds` rounds: rounds are played, the countdown of start
 doubles (R4) restarting after the double-blank, until a total passes the target (R13 variant).

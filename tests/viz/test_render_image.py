@@ -1,4 +1,4 @@
-"""Table pictures (`cf_env.render_image`): array contract, what is drawn, and a layout in which no
+"""Table pictures (`cf_env.viz.render_image`): array contract, what is drawn, and a layout in which no
 two tiles ever overlap (R7 cross/star, R9 feet), for small and big sets."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Game records (`cf_env.record`) and `python -m cf_env.replay`: a recorded game re-simulates to
+"""Game records (`cf_env.viz.record`) and `python -m cf_env.viz.replay`: a recorded game re-simulates to
 the recorded result; broken records are refused with a message saying what is wrong."""
 
 from __future__ import annotations
@@ -412,7 +412,7 @@ def test_json_lines_files_of_records_replay_by_game(tmp_path, capsys):
     games = [random_game(SMALL, seed=seed) for seed in (1, 2, 3)]
     records = [record_from_engine(g, seed=s) for g, s in zip(games, (1, 2, 3))]
     path = tmp_path / "games.jsonl"
-    # One make_record dict per line, as training.evaluate --record writes them; blank lines skip.
+    # One make_record dict per line, as training.evaluation.evaluate --record writes them; blank lines skip.
     path.write_text(
         json.dumps(records[0]) + "\n\n" + "\n".join(map(json.dumps, records[1:])) + "\n"
     )
@@ -447,7 +447,7 @@ def test_json_lines_files_of_records_replay_by_game(tmp_path, capsys):
 
 # ------------------------------------------------------------------ labels and text size
 def test_a_replayed_play_game_names_the_viewer_you_once():
-    # cf_env.play records the human as "you"; the panel adds "(you)" for the viewer's seat.
+    # cf_env.tools.play records the human as "you"; the panel adds "(you)" for the viewer's seat.
     from cf_env.viz.image_panel import Seats
 
     engine = random_game(SMALL, seed=4)

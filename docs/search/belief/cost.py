@@ -1,5 +1,5 @@
-"""CPU time per decision of a search spec (issue 14's ≤ 100 ms): eight seeded single rounds of
-4 players double-9, the spec at seat 0 and `ppo:checkpoints/selfplay-4p-d9` at the others.
+"""CPU time per decision of a search spec (the search agents' target: ≤ 100 ms): eight seeded
+single rounds of 4 players double-9, the spec at seat 0 and `ppo:checkpoints/selfplay-4p-d9` at the others.
 
     python docs/search/belief/cost.py belief:checkpoints/selfplay-4p-d9:64
 

@@ -1,4 +1,4 @@
-"""How close `belief:`'s determinizations come to the opponents' real hands (issue 14).
+"""How close `belief:`'s determinizations come to the opponents' real hands.
 
 Seeded single rounds of 4 players double-9: `belief:<checkpoint>:4` at seat 0 (its evidence
 follows the round through every decision of seat 0), three `ppo:<checkpoint>` after it. At each

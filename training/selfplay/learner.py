@@ -3,12 +3,12 @@
 
 Design, top to bottom as the code runs:
 
-1. **Collect** (`training.collector.Collector`): `selfplay.num_games` games stepped in one
+1. **Collect** (`training.selfplay.collector.Collector`): `selfplay.num_games` games stepped in one
    process; every seat is the current policy except a `selfplay.pool_share` of seats played
    by bots and frozen past learners (`opponents.*` weights); all waiting learner decisions go
    through one batched forward pass; forced decisions are skipped. A rollout is
    `selfplay.rollout_steps` batched steps, i.e. `rollout_steps x num_games` learner decisions,
-   each with its own (game, seat) chain, rewards (zero-sum per round, `cf_env.rewards`, plus an
+   each with its own (game, seat) chain, rewards (zero-sum per round, `cf_env.core.rewards`, plus an
    optional zero-sum `win_bonus`) and GAE.
 2. **Update** (`ppo_update`): CleanRL-style PPO: clipped ratio against the behaviour
    log-probability, value loss (optionally clipped), entropy over the masked distribution
@@ -49,8 +49,8 @@ ClipPPOLoss/GAE over tensordicts would fit the math but is not installed, and it
 plumbing adds per-call overhead that only pays off at much larger batches; the loss here is a
 dozen tensor ops on preallocated arrays.
 
-Speed: the update, not the collection, is the cost now that the collector runs on the compiled
-core (`training/collector.py`); figures, the commands that measure them and the history of the
+Speed: the update, not the collection, is the cost now that the collector runs on the compiled core
+(`training/selfplay/collector.py`); figures, the commands that measure them and the history of the
 process layout's choices are in docs/speed/training.md (`python -m training.bench`).
 """
 
@@ -72,18 +72,10 @@ from torch import nn
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.core.observation import observation_layout
-
-from . import checkpoints as ckpt
-from .collector import (
-    ILLEGAL_LOGIT,
-    Collector,
-    Rollout,
-    compute_gae,
-    privileged_size,
-    rollout_fields,
-)
-from .config import TrainConfig, config_from_dict
-from .processes import (
+from training.artifacts import checkpoints as ckpt
+from training.artifacts.provenance import git_revision
+from training.config import TrainConfig, config_from_dict
+from training.processes import (
     CollectorError,
     anonymous_memory,
     describe_exit,
@@ -91,13 +83,19 @@ from .processes import (
     receive_fd,
     send_fd,
 )
-from .provenance import git_revision
-from .session import (
+from training.schedule import Evaluations, Schedule
+from training.selfplay.collector import (
+    ILLEGAL_LOGIT,
+    Collector,
+    Rollout,
+    compute_gae,
+    privileged_size,
+    rollout_fields,
+)
+from training.session import (
     Console,
     TrainResult,
-    best_so_far,
     clean_for_resume,
-    evaluate_checkpoint,
     snapshot_paths,
     summary,
     write_run_info,
@@ -548,7 +546,7 @@ def make_card(trainer: SelfPlayTrainer, rules: ChickenFootConfig, config: TrainC
     layout = observation_layout(rules)
     return {
         "format": ckpt.CHECKPOINT_FORMAT,
-        "kind": "self-play masked PPO (training.selfplay), actor MLP",
+        "kind": "self-play masked PPO (training.selfplay.learner), actor MLP",
         "algo": "selfplay",
         "steps": int(trainer.steps),
         "env_config": rules.to_dict(),
@@ -622,28 +620,13 @@ def train_selfplay(config: TrainConfig, run_dir: Path, *, resume: bool = False,
         snapshots = snapshot_paths(run_dir, config)
     trainer = SelfPlayTrainer(config, seed=seed, snapshots=snapshots, state=state)
     writer = SummaryWriter(str(run_dir / "tb" / "selfplay"))
-    o, e = config.opponents, config.eval
-    next_ckpt = trainer.steps + config.checkpoint_every
-    next_snap = (trainer.steps // o.snapshot_every + 1) * o.snapshot_every
-    next_eval = (trainer.steps // e.every_steps + 1) * e.every_steps if e.every_steps else None
-    best = best_so_far(run_dir)
-    failed, last_eval = 0, -1
+    schedule = Schedule(config, trainer.steps)
+    evaluations = Evaluations(run_dir, rules, config, console)
 
     def evaluate_now() -> None:
-        nonlocal failed, best, last_eval
         target = save(trainer, run_dir, rules, config, started)
-        last_eval = trainer.steps
-        metrics = evaluate_checkpoint(target, rules, config, trainer.steps, console)
-        if metrics is None:
-            failed += 1
-            return
-        for name, value in metrics.items():
+        for name, value in (evaluations.run(target, trainer.steps) or {}).items():
             writer.add_scalar(f"eval/{name}", value, trainer.steps)
-        score = metrics.get(f"win_rate_vs_{e.best_metric}")
-        if score is not None and score > best:
-            best = score
-            ckpt.write_pointer(run_dir / "checkpoints", "best", target, steps=trainer.steps,
-                               value=score, metric=f"win_rate_vs_{e.best_metric}")
 
     if config.progress_bar:
         console.start_bar(trainer.steps, config.total_steps, run_dir.name)
@@ -662,21 +645,14 @@ def train_selfplay(config: TrainConfig, run_dir: Path, *, resume: bool = False,
             writer.add_scalar("time/decisions_per_s", rate, trainer.steps)
             writer.add_scalar("time/collect_s", stats["collect_s"], trainer.steps)
             writer.add_scalar("time/update_s", stats["update_s"], trainer.steps)
-            if trainer.steps >= next_snap:
-                while next_snap <= trainer.steps:
-                    next_snap += o.snapshot_every
+            due = schedule.due(trainer.steps)
+            if due.snapshot:
                 trainer.add_snapshot(str(write_snapshot(trainer, run_dir, rules, config, started)))
                 writer.add_scalar("opponents/snapshots", len(trainer.snapshots), trainer.steps)
-            evaluate = next_eval is not None and trainer.steps >= next_eval
-            if evaluate:
-                while next_eval <= trainer.steps:
-                    next_eval += e.every_steps
-                evaluate_now()
-            if trainer.steps >= next_ckpt:
-                while next_ckpt <= trainer.steps:
-                    next_ckpt += config.checkpoint_every
-                if not evaluate:
-                    save(trainer, run_dir, rules, config, started)
+            if due.evaluate:
+                evaluate_now()  # writes the latest checkpoint first
+            elif due.checkpoint:
+                save(trainer, run_dir, rules, config, started)
     except KeyboardInterrupt:
         console.close_bar()
         console.say(f"\ninterrupted at step {trainer.steps}; writing a checkpoint")
@@ -691,11 +667,11 @@ def train_selfplay(config: TrainConfig, run_dir: Path, *, resume: bool = False,
         raise
     console.close_bar()
     final = save(trainer, run_dir, rules, config, started)
-    if e.every_steps and last_eval != trainer.steps:
+    if evaluations.final_due(trainer.steps):
         evaluate_now()
     trainer.close()
     writer.close()
-    result = TrainResult(final, int(trainer.steps), failed)
+    result = TrainResult(final, int(trainer.steps), evaluations.failed)
     console.say(summary(run_dir, config, result, first_step,
                         session_s=time.time() - session_started, total_s=time.time() - started))
     return result

@@ -4,7 +4,7 @@ frozen dataclasses with a docstring per field, read by the project's one config 
 key, sections merged over their defaults, "1e-4" read as a number) and checked by `validate`.
 
 Ray-free: a config can be written, loaded and checked (bot seats included) without the `rllib`
-extra; only `training.rllib_algorithm` turns it into RLlib's `PPOConfig`.
+extra; only `training.rllib.algorithm` turns it into RLlib's `PPOConfig`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass, field
 
 from cf_env.core.config import ChickenFootConfig, split_options
-from training.checkpoints import ACTIVATIONS
+from training.artifacts.checkpoints import ACTIVATIONS
 from training.config import dataclass_from_dict, read_config_data
-from training.rllib_compat import make_bot
+from training.rllib.compat import make_bot
 
 LEARNER = "learner"  # the env.seats entry for the trained shared policy
 

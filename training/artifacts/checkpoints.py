@@ -2,11 +2,11 @@
 
 The format, and reading, validating and playing a checkpoint, are `cf_env.agents.checkpoint`'s
 (numpy only: a shipped checkpoint plays without `training`); its names are re-exported here, so
-`training.checkpoints` is the whole checkpoint API for trainers and tools. This module adds what
-needs a trainer: the actor's weights of an SB3 model, its card, and the writers. `model.zip`
-(sb3-contrib `MaskablePPO`) and `trainer.pt` (self-play trainer state) are written beside
-`card.json` and `policy.npz` for resuming training; `write_value_head` turns a `trainer.pt`'s
-privileged critic into the shipped `value.npz` (`training.ship` calls it).
+`training.artifacts.checkpoints` is the whole checkpoint API for trainers and tools. This module
+adds what needs a trainer: the actor's weights of an SB3 model, its card, and the writers.
+`model.zip` (sb3-contrib `MaskablePPO`) and `trainer.pt` (self-play trainer state) are written
+beside `card.json` and `policy.npz` for resuming training; `write_value_head` turns a `trainer.pt`'s
+privileged critic into the shipped `value.npz` (`training.artifacts.ship` calls it).
 
 Atomicity (`cf_env.core.atomic`): a checkpoint is written into a staging folder, which is renamed
 into place (`step_<N>/`) only when complete; the run's `latest.json` / `best.json` pointers are

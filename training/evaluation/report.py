@@ -1,7 +1,7 @@
-"""The report of an evaluation (`training.evaluate`'s result dict): Markdown tables, the plot and
-the files `python -m training.evaluate --out X` writes (X.json, X.md, X.png).
+"""The report of an evaluation (`training.evaluation.evaluate`'s result dict): Markdown tables, the
+plot and the files `python -m training.evaluate --out X` writes (X.json, X.md, X.png).
 
-Reads only the result dict; plays nothing and computes no statistics (`training.stats`).
+Reads only the result dict; plays nothing and computes no statistics (`training.evaluation.stats`).
 """
 
 from __future__ import annotations

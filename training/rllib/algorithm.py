@@ -1,10 +1,10 @@
 """The RLlib side of `python -m training.rllib_ppo`: everything that touches Ray's API. The env
 RLlib steps (`ChickenFootRLlibEnv`, created by name through `make_env`), the never-trained bot
 seats (`BotRLModule`), the callbacks (bot seeding, the learner's win rate), `algorithm_config`
-(the `PPOConfig` a `training.rllib_config.RLlibTrainConfig` describes) and `init_ray`.
+(the `PPOConfig` a `training.rllib.config.RLlibTrainConfig` describes) and `init_ray`.
 
 RLlib pickles these classes (and `map_agent`) by reference into its checkpoints;
-`training.rllib_ppo` re-exports them under its name, where checkpoints written before this
+`training.rllib.trainer` re-exports them under its name, where checkpoints written before this
 module existed find them.
 """
 
@@ -16,14 +16,14 @@ import numpy as np
 
 from cf_env import ChickenFootConfig
 from cf_env.envs.env import raw_env
-from training.rllib_compat import (
+from training.rllib.compat import (
     RLlibKeysWrapper,
     bot_seed,
     from_rllib_observation,
     make_bot,
     runner_env_seed,
 )
-from training.rllib_config import LEARNER, RLlibTrainConfig
+from training.rllib.config import LEARNER, RLlibTrainConfig
 
 try:
     import ray
@@ -39,7 +39,7 @@ try:
     )
 except ImportError as _err:  # the rest of the project never needs Ray
     raise ImportError(
-        "training.rllib_ppo (training.rllib_algorithm) needs Ray RLlib: pip install -e '.[rllib]' "
+        "python -m training.rllib_ppo (training.rllib.algorithm) needs Ray RLlib: pip install -e '.[rllib]' "
         f"(the optional extra pinning a tested Ray version); import failed with: {_err}"
     ) from _err
 

@@ -1,6 +1,6 @@
 """The Ray-free half of the RLlib integration: observation keys, seeds, policy export.
 
-`training.rllib_ppo` trains on RLlib; this module holds the pieces that do not need Ray, so that
+`training.rllib.trainer` trains on RLlib; this module holds the pieces that do not need Ray, so that
 they can be imported, tested and used (e.g. to play an exported policy) without it:
 
 * **Key adapter.** Our env observes `{"observation", "action_mask" (int8)}` (PettingZoo classic);
@@ -18,9 +18,9 @@ they can be imported, tested and used (e.g. to play an exported policy) without 
   (a batched RLlib module cannot tell games apart); `bot_seed` gives each (runner, seat) its
   own stream.
 * **Export.** `export_policy` writes a trained RLlib module's actor (MLP encoder + policy head)
-  in the project's weights-only checkpoint format (`training.checkpoints`: `card.json` +
-  `policy.npz`), so `ppo:<export dir>` (and `training.evaluate`) plays it with numpy only, masked
-  argmax over the same logits RLlib computed. Only the export itself needs torch.
+  in the project's weights-only checkpoint format (`training.artifacts.checkpoints`: `card.json` +
+  `policy.npz`), so `ppo:<export dir>` (and `training.evaluation.evaluate`) plays it with numpy
+  only, masked argmax over the same logits RLlib computed. Only the export itself needs torch.
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ from pettingzoo.utils import BaseWrapper
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
 from cf_env.agents.policies import load_policy
 from cf_env.core.observation import observation_layout
-
-from .checkpoints import ACTIVATIONS, CHECKPOINT_FORMAT, write_weights_checkpoint
+from training.artifacts.checkpoints import ACTIVATIONS, CHECKPOINT_FORMAT, write_weights_checkpoint
 
 RLLIB_OBS_KEY = "observations"  # the key RLlib's action-masking RLModule reads
 MASK_KEY = "action_mask"
@@ -212,7 +211,7 @@ def export_policy(
 ) -> Path:
     """Write `module`'s actor to the new checkpoint directory `directory`, atomically.
 
-    The result is a `training.checkpoints` checkpoint without `model.zip` (RLlib's own
+    The result is a `training.artifacts.checkpoints` checkpoint without `model.zip` (RLlib's own
     checkpoint, in the run's `rllib/` folder, is the one to resume from). Raises
     `FileExistsError` if `directory` exists and `ValueError` if the module does not fit `config`.
     """

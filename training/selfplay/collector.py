@@ -1,5 +1,5 @@
 """The self-play collector: many games stepped in one process, every learner decision of every
-game batched into one forward pass (`training.selfplay` trains on what it collects).
+game batched into one forward pass (`training.selfplay.learner` trains on what it collects).
 
 The games are one `cf_env.core.kernel.KernelBatch` (the compiled rules core). At a game's start
 every seat is, independently, an opponent with probability `selfplay.pool_share` (a bot or a
@@ -25,7 +25,7 @@ SB3 path, `env.learner_skip_forced`). `num_games x rollout_steps` of them make a
 Trajectories (`Rollout`): a flat buffer of transitions (state = observation + privileged
 vector, mask, action, log-probability, value, reward, done) where `next[i]` links each
 transition to the next one of the same (game, seat) chain, -1 at the chain's end within this
-rollout. Rewards arrive at round ends (`cf_env.rewards.round_rewards`, plus the optional
+rollout. Rewards arrive at round ends (`cf_env.core.rewards.round_rewards`, plus the optional
 zero-sum `win_bonus`) and are added to the last transition of each learner seat's chain in that
 game; with `env.episode: round` (the default) the chain's episode ends there (`done`), with
 `"game"` at the game's end. A chain still open when the rollout ends is *bootstrapped* with the
@@ -65,9 +65,8 @@ from cf_env.core.config import ChickenFootConfig, DriverOptions
 from cf_env.core.kernel import KernelBatch
 from cf_env.core.observation import privileged_layout
 from cf_env.core.rewards import game_rewards, round_rewards, win_bonus
-
-from .checkpoints import NumpyPolicy, load_ppo_policy, read_card
-from .opponents import pool_entries
+from training.artifacts.checkpoints import NumpyPolicy, load_ppo_policy, read_card
+from training.selfplay.opponents import pool_entries
 
 LEARNER = None  # a seat's policy entry when the learner plays it
 ILLEGAL_LOGIT = -1e8  # masked logits: large and finite, so the entropy has no NaN (0 * -1e8 = 0)

@@ -1,6 +1,6 @@
-"""The statistics of an evaluation (`training.evaluate`): each game's metrics per seat, Student-t
-confidence intervals (Wilson score intervals for win rates), fractional ranks and OpenSkill
-ratings.
+"""The statistics of an evaluation (`training.evaluation.evaluate`): each game's metrics per seat,
+Student-t confidence intervals (Wilson score intervals for win rates), fractional ranks and
+OpenSkill ratings.
 
 Every interval stays inside the values its metric can take: a win rate's is a Wilson score
 interval (`proportion_ci`), which never leaves [0, 1]; any other mean's is Student-t, clipped to

@@ -1,0 +1,1 @@
+"""Evaluation: duplicate-deal matches, their statistics and ratings, reports and learning curves."""

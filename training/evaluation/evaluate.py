@@ -1,0 +1,955 @@
+"""`python -m training.evaluate`: duplicate-deal evaluation of a policy against opponents.
+
+Luck swamps skill in a four-player domino game, so every sampled **deal** is replayed with the
+policies rotated through all seats, each replay dealing exactly the same tiles to each seat
+position and drawing the boneyard in the same order (the engine is reset with the deal's seed; its
+shuffles do not depend on play). Each policy thus plays every hand. The rotation group of one
+deal is the statistical unit: a policy's per-deal value is its mean over the games and seats it
+held in that group, and 95% intervals are computed over deals (Wilson score intervals for win
+rates, Student-t for the other means: `training.evaluation.stats`).
+
+* **deal** — full games (default): one engine seed, i.e. the deals of every round of a game
+  (`num_rounds` rounds), replayed as `num_players` games. With `single_round=True` the config is
+  played with `num_rounds=1`: a deal is one round's shuffle, replayed `num_players` times.
+* **seats** — `policies[0]` is the agent under test, the others are opponents. With as many
+  policies as seats the lineup is the list itself; with fewer, the agent takes slot 0 and the
+  opponents fill slots 1.. n-1 cyclically (`[a, b, c]` on 4 seats is `a, b, c, b`). A policy that
+  holds several slots is one entry in the results, averaged over its seats. Rotation k seats slot
+  j at seat (j + k) mod n, for k = 0 .. n-1.
+* **metrics** per policy: win rate (R13 winners; a shared win is split), mean round score (points
+  per round, R12 — lower is better), mean game total, mean rank (1 = best; R13 order, ties
+  share ranks); each with its 95% CI over deals; the agent's difference from each opponent (agent
+  minus opponent, per deal) with its CI; and an OpenSkill Plackett-Luce rating table fed every
+  game in deal order.
+* **determinism** — deal seeds and policy seeds come from `numpy.random.SeedSequence(seed)` by
+  deal / block index; deals are played in fixed blocks of `BLOCK_DEALS` (fresh policy instances
+  per block) and aggregated in deal order, so the result is identical for any `workers`.
+* **play** — each game is played by the arena (`cf_env.agents.arena`): decisions with exactly one
+  legal action are taken without asking the policy (the outcome is the same and it saves most of
+  the time); policies with the mask-only fast path (`act_bits`, `cf_env.agents.policies`) get
+  the legal bitset and no observation (the same choices, without building the observation); any
+  other action is checked by the engine's rule and an illegal one raises
+  `IllegalPolicyActionError` naming the policy. A policy that raises — anything, `SystemExit`,
+  `KeyboardInterrupt` and `GeneratorExit` included — stops the evaluation with `PolicyError`
+  (`cf_env.agents.arena`; the illegal-action error is one) naming the policy, its seat, the deal
+  and the rotation; a real Ctrl-C stays a `KeyboardInterrupt` (`UserInterrupt`).
+* **workers** — with `workers > 1` the blocks are played by that many "spawn" processes, each
+  on its own duplex pipe (no named semaphore or shared-memory file, nothing that a SIGKILL of
+  every process at once could leave in /dev/shm). A worker keeps, in a few bytes of memory no
+  path names (a memfd), the deal, rotation and seat it is playing, so a worker that dies without
+  answering (`os._exit`, a signal: the out-of-memory killer's SIGKILL) is noticed at once and
+  reported as `WorkerDiedError` naming its deals, the deal and rotation, and the policy that was
+  choosing, if one was; the other workers are then stopped. Workers ignore SIGINT (the parent
+  stops them on a Ctrl-C), are SIGKILLed by the kernel when the parent dies (Linux), and exit at
+  the end of their pipe.
+* **records** — with `record=FOLDER` every game is saved as its own game record
+  (`cf_env.viz.record`, `deal<NNNN>-rot<k>.json`), which `python -m cf_env.viz.replay` replays: the deal's
+  engine seed, every action, the result and the policy at each seat (`players`).
+
+This module owns the method (seeds, lineup, rotations, blocks, aggregation over deals) and the CLI;
+the metrics, intervals and ratings are `training.evaluation.stats`'s, the tables, plot and output
+files `training.evaluation.report`'s.
+
+The CLI plays one evaluation per opponent spec (`--opponents greedy,heuristic`: the agent
+against 3× greedy, then against 3× heuristic, the figures training's log reports), or with
+``--mixed`` one table seating them all. A spec that plays a checkpoint (`ppo:`, `guided:`, ...)
+sets the rules: the game its card says it was trained for (`--players`, `--max-pips`, `--rounds`
+left out are taken from it; ones that contradict it are refused with the values that would
+work), as `cf_env.tools.play` does. Output files that exist are refused without ``--force``; without
+``--out`` the first free name of results/eval.json, results/eval-2.json, ... is taken, and the
+paths written are printed. The CLI checks everything the user gave (config, specs, by building
+each policy once, the output and record paths, by opening them for writing) before the first
+game; a problem there prints one ``error:`` line and exits 2. A policy that fails during play
+(an illegal action, an exception, `SystemExit` included, a worker process that died) prints one
+``error:`` line and exits 1; a Ctrl-C prints ``interrupted`` and exits 130. Anything else is a
+bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import dataclasses
+import mmap
+import multiprocessing
+import os
+import pickle
+import re
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing import connection, reduction
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+
+from cf_env.agents.arena import (
+    Arena,
+    IllegalPolicyActionError,
+    PolicyError,
+    UserInterrupt,
+    describe_exception,
+    user_interrupts,
+)
+from cf_env.agents.checkpoint import read_card
+from cf_env.agents.policies import Policy, load_policy, spec_checkpoint
+from cf_env.core.config import ChickenFootConfig
+from cf_env.core.engine import Engine
+from cf_env.core.observation import Encoder, SeatView
+from cf_env.tools.cli import HelpFormatter, limit_threads
+from cf_env.viz.record import engine_actions, write_record
+from training.evaluation.report import (
+    check_writable,
+    format_markdown,
+    output_paths,
+    plot,
+    write_report,
+)
+from training.evaluation.stats import (
+    METRIC_DOCS,
+    METRICS,
+    difference_ci,
+    game_values,
+    metric_ci,
+    openskill_ratings,
+)
+from training.processes import anonymous_memory, describe_exit, die_with_parent, receive_fd, send_fd
+
+# Re-exported: callers import these from here (the CLI's outputs, the error a policy raises).
+__all__ = [
+    "BLOCK_DEALS",
+    "DEFAULT_OUT",
+    "EvaluationPlan",
+    "IllegalPolicyActionError",
+    "PolicyError",
+    "WorkerDiedError",
+    "card_rules",
+    "check_writable",
+    "deal_seed",
+    "evaluate",
+    "fail",
+    "format_markdown",
+    "lineup",
+    "lineups",
+    "main",
+    "output_paths",
+    "plan_evaluation",
+    "plot",
+    "policy_label",
+    "policy_seed",
+    "prepare_record_folder",
+    "record_name",
+    "rotation_seats",
+    "run_evaluation",
+]
+
+BLOCK_DEALS = 8  # deals per work unit; fixed so that results never depend on `workers`
+
+PolicyItem = str | Callable[..., Policy]
+
+
+# --------------------------------------------------------------------------- seeds and lineup
+def _seed_int(seed: int, *key: int) -> int:
+    """A 63-bit seed for (seed, key...), independent for every key (SeedSequence spawn keys)."""
+    state = np.random.SeedSequence(seed, spawn_key=key).generate_state(2, np.uint32)
+    return (int(state[0]) << 31) ^ int(state[1])
+
+
+def deal_seed(seed: int, deal: int) -> int:
+    """The engine seed of deal `deal` under master seed `seed` (the same for every rotation)."""
+    return _seed_int(seed, 0, deal)
+
+
+def policy_seed(seed: int, block: int, slot: int) -> int:
+    return _seed_int(seed, 1, block, slot)
+
+
+def policy_label(item: PolicyItem) -> str:
+    """A deterministic name: the spec string, or the factory's name."""
+    if isinstance(item, str):
+        return item
+    for obj in (item, getattr(item, "func", None)):  # functools.partial exposes .func
+        name = getattr(obj, "name", None) or getattr(obj, "__qualname__", None)
+        if isinstance(name, str) and name:
+            return name
+    return type(item).__name__
+
+
+def lineup(num_items: int, num_players: int) -> list[int]:
+    """Which input policy holds each slot: the list itself, or the opponents repeated cyclically."""
+    if num_items < 2:
+        raise ValueError(
+            f"evaluation needs the agent and at least one opponent; got {num_items} policy"
+        )
+    if num_items > num_players:
+        raise ValueError(
+            f"{num_items} policies for {num_players} seats: give at most num_players policies "
+            "(the agent first, then opponents; fewer opponents are repeated to fill the seats)"
+        )
+    return [0] + [1 + (j - 1) % (num_items - 1) for j in range(1, num_players)]
+
+
+def rotation_seats(num_players: int, rotation: int) -> list[int]:
+    """Slot held by each seat in rotation k (slot j sits at seat (j + k) mod n)."""
+    return [(seat - rotation) % num_players for seat in range(num_players)]
+
+
+# --------------------------------------------------------------------------- playing
+def _build(item: PolicyItem, config: ChickenFootConfig, seed: int) -> Policy:
+    try:
+        if isinstance(item, str):
+            policy = load_policy(item, config, seed)
+        else:
+            policy = item(config=config, seed=seed)
+    except (Exception, UserInterrupt):
+        raise
+    except BaseException as err:  # SystemExit, KeyboardInterrupt: the factory's failure
+        label, what = policy_label(item), describe_exception(err)
+        raise PolicyError(f"policy {label!r} raised {what} while being built",
+                          label=label, error=what) from err
+    if not callable(getattr(policy, "act", None)):
+        raise ValueError(f"policy {policy_label(item)!r} built no object with an act() method")
+    return policy
+
+
+def _play_block(job: tuple, where=None) -> list[dict]:
+    """Play deals [start, stop) of block `block` with every rotation. Runs in a worker.
+
+    `where` (a worker's shared slot, `_SLOT`) gets the deal and rotation being played and, from
+    the arenas, the seat whose policy is choosing (-1: none)."""
+    items, config_dict, seed, block, start, stop, record = job
+    if where is not None:
+        where[0] = where[1] = where[2] = -1
+    config = ChickenFootConfig.from_dict(config_dict)
+    n = config.num_players
+    owners = lineup(len(items), n)
+    labels = _unique_labels(items)
+    policies = [_build(items[i], config, policy_seed(seed, block, j)) for j, i in enumerate(owners)]
+    engine, encoder = Engine(config, seed=0), Encoder(config)
+    views = [SeatView(encoder) for _ in range(n)]  # per seat, whoever sits there
+    arenas = []  # one per rotation: the policies at their seats
+    for rotation in range(n):
+        slots = rotation_seats(n, rotation)
+        seat_labels = [labels[owners[j]] for j in slots]
+        arenas.append(Arena(engine, [policies[j] for j in slots], seat_labels, views=views,
+                            wrap_errors=True, asking=None if where is None else where[2:3]))
+    results = []
+    for deal in range(start, stop):
+        engine_seed = deal_seed(seed, deal)
+        games = []
+        for rotation, arena in enumerate(arenas):
+            if where is not None:
+                where[0], where[1] = deal, rotation
+            engine.reset(engine_seed)
+            try:
+                arena.reset_policies()
+                arena.play()
+            except PolicyError as err:
+                err.deal, err.rotation = deal, rotation
+                err.args = (f"{err.args[0]} (deal {deal}, rotation {rotation})", *err.args[1:])
+                raise
+            game = {"slots": rotation_seats(n, rotation),
+                    "scores": [list(s) for s in engine.scores], "winners": list(engine.winners)}
+            if record:  # what a game record needs beyond the deal's seed (cf_env.viz.record)
+                game["actions"] = engine_actions(engine)
+                game["players"] = list(arena.labels)
+            games.append(game)
+        results.append({"deal": deal, "engine_seed": engine_seed, "games": games})
+    if where is not None:
+        where[0] = where[1] = -1
+    return results
+
+
+def _unique_labels(items: Sequence[PolicyItem]) -> list[str]:
+    labels, seen = [], {}
+    for item in items:
+        label = policy_label(item)
+        seen[label] = seen.get(label, 0) + 1
+        labels.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+    return labels
+
+
+def _run_blocks(jobs: list[tuple], workers: int) -> Iterator[list[dict]]:
+    """The results of `jobs`, in order: played here, or by `workers` worker processes."""
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield _play_block(job)
+        return
+    yield from _run_in_workers(jobs, min(workers, len(jobs)))
+
+
+# --------------------------------------------------------------------------- worker processes
+class WorkerDiedError(RuntimeError):
+    """A worker process of a parallel evaluation ended without answering: it exited
+    (`os._exit`) or was killed (a signal, e.g. the out-of-memory killer's SIGKILL).
+
+    `deals` is its job, (first, last) deal; `deal` and `rotation` what it was playing (None
+    outside any game); `seat` and `label` the policy that was choosing (None: it died
+    outside any policy call); `exitcode` is `multiprocessing.Process.exitcode` (negative: the
+    signal). All picklable.
+    """
+
+    def __init__(self, message: str, *, deals: tuple[int, int] = (0, 0),
+                 deal: int | None = None, rotation: int | None = None,
+                 seat: int | None = None, label: str | None = None,
+                 exitcode: int | None = None):
+        super().__init__(message)
+        self.deals, self.deal, self.rotation = deals, deal, rotation
+        self.seat, self.label, self.exitcode = seat, label, exitcode
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker process (its `__cause__` here)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+_SLOT = 3  # a worker's shared slot: deal, rotation, seat being asked (int64 each; -1: none)
+
+
+def _slot_memory() -> int | None:
+    """A file descriptor of a worker's slot (`training.processes.anonymous_memory`: no path
+    names it, the kernel frees it with its last user, whatever kills them); None where file
+    descriptors cannot be handed over a pipe."""
+    return anonymous_memory(8 * _SLOT) if reduction.HAVE_SEND_HANDLE else None
+
+
+def _map_slot(fd: int) -> tuple[mmap.mmap, memoryview]:
+    memory = mmap.mmap(fd, 8 * _SLOT)
+    os.close(fd)  # the mapping keeps the memory
+    view = memoryview(memory).cast("q")
+    view[0] = view[1] = view[2] = -1
+    return memory, view
+
+
+def _worker_main(conn, parent_pid: int, has_slot: bool) -> None:
+    """A worker: play each job received on `conn`, answer ("done", results) or ("failed",
+    exception, traceback text); stop on None or at the end of the pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle
+    die_with_parent(parent_pid)
+    where = None
+    try:
+        if has_slot:
+            _memory, where = _map_slot(receive_fd(conn))
+        while True:
+            job = conn.recv()
+            if job is None:
+                return
+            try:
+                message = ("done", _play_block(job, where))
+            except BaseException as err:  # every failure goes back to the parent, which raises it
+                if not isinstance(err, Exception):  # not from a policy (the arena wraps those)
+                    err = RuntimeError(f"{describe_exception(err)} in an evaluation worker")
+                message = ("failed", err, traceback.format_exc())
+            try:
+                conn.send(message)
+            except (pickle.PicklingError, TypeError, AttributeError) as err:  # unpicklable
+                text = f"{describe_exception(message[1])} (not picklable: {err})"
+                conn.send(("failed", RuntimeError(text), message[2]))
+    except (EOFError, OSError):  # the parent went away
+        return
+
+
+class _Worker:
+    """The parent's side of one worker process: its pipe, its slot, the jobs it was sent."""
+
+    def __init__(self, context, index: int):
+        self.conn, child = context.Pipe(duplex=True)
+        self.memory, self.where = None, None
+        self.jobs: collections.deque[int] = collections.deque()  # sent, not answered: in order
+        self.process = None
+        fd = _slot_memory()
+        try:
+            process = context.Process(target=_worker_main, name=f"evaluate-worker-{index}",
+                                      args=(child, os.getpid(), fd is not None), daemon=True)
+            try:
+                with _sigint_ignored():  # kept through exec: no KeyboardInterrupt while it starts
+                    process.start()
+            finally:
+                child.close()
+            self.process = process
+            if fd is not None:
+                self.memory, self.where = _map_slot(os.dup(fd))
+                send_fd(self.conn, fd, process.pid)
+        except BaseException:
+            if self.process is not None:
+                self.process.kill()
+                self.process.join()
+            self.close()
+            raise
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def close(self) -> None:
+        if self.where is not None:
+            self.where.release()
+            self.memory.close()
+            self.where = None
+        self.conn.close()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored meanwhile (main thread, with a handler Python can put back)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is None):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _run_in_workers(jobs: list[tuple], workers: int) -> Iterator[list[dict]]:
+    # "spawn": safe with torch or threads in the parent, and the same on every platform.
+    context = multiprocessing.get_context("spawn")
+    pool: list[_Worker] = []
+    done: dict[int, list[dict]] = {}
+    todo = iter(range(len(jobs)))
+    # Two jobs in flight per worker, so that none waits for the next one; one when a job is big
+    # (factories carrying data), so that the parent never blocks sending to a worker that is
+    # itself blocked sending its results.
+    depth = 2 if len(pickle.dumps(jobs[0])) <= 32 * 1024 else 1
+    clean = False
+    try:
+        for index in range(workers):
+            pool.append(_Worker(context, index))
+        for _ in range(depth):
+            for worker in pool:
+                _give(worker, next(todo, None), jobs)
+        for wanted in range(len(jobs)):
+            while wanted not in done:
+                busy = [w for w in pool if w.jobs]
+                ready = connection.wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+                for worker in busy:
+                    if worker.conn in ready or worker.process.sentinel in ready:
+                        _collect(worker, jobs, done)
+                        _give(worker, next(todo, None), jobs)
+            yield done.pop(wanted)
+        clean = True
+    finally:
+        _stop(pool, clean)
+
+
+def _give(worker: _Worker, job: int | None, jobs: list[tuple]) -> None:
+    if job is not None:
+        worker.jobs.append(job)
+        with contextlib.suppress(OSError):  # it died: its sentinel says so next
+            worker.conn.send(jobs[job])
+
+
+def _collect(worker: _Worker, jobs: list[tuple], done: dict[int, list[dict]]) -> None:
+    """Take a worker's answer: its results, or raise what it sent, or `WorkerDiedError`."""
+    try:
+        message = worker.conn.recv() if worker.conn.poll() else None
+    except (EOFError, OSError):  # it died while answering
+        message = None
+    except Exception as err:  # an exception of the worker's that cannot be rebuilt here
+        raise RuntimeError(f"cannot read what evaluation worker process {worker.process.pid} "
+                           f"sent: {describe_exception(err)}") from err
+    if message is None:  # the sentinel fired with no answer: the process is gone
+        raise _died(worker, jobs[worker.jobs[0]])
+    if message[0] == "done":
+        done[worker.jobs.popleft()] = message[1]
+        return
+    err, text = message[1], message[2]
+    err.__cause__ = _RemoteTraceback(f"\n\n(in worker process {worker.process.pid})\n{text}")
+    raise err
+
+
+def _died(worker: _Worker, job: tuple) -> WorkerDiedError:
+    worker.process.join(5)
+    items, config_dict, _, _, start, stop, _ = job
+    deal, rotation, seat = (-1, -1, -1) if worker.where is None else tuple(worker.where)
+    code = worker.process.exitcode
+    how = describe_exit(code)
+    playing = f"deals {start}..{stop - 1}"
+    label = None
+    if deal < 0:
+        where = "outside any game"
+    elif seat < 0:
+        where = f"during deal {deal}, rotation {rotation}, outside any policy call"
+    else:
+        n = ChickenFootConfig.from_dict(config_dict).num_players
+        owner = lineup(len(items), n)[rotation_seats(n, rotation)[seat]]
+        label = _unique_labels(items)[owner]
+        where = f"while policy {label!r} at seat {seat} was choosing (deal {deal}, rotation {rotation})"
+    return WorkerDiedError(
+        f"evaluation worker process (pid {worker.process.pid}, {playing}) {how} {where}",
+        deals=(start, stop - 1), deal=None if deal < 0 else deal,
+        rotation=None if deal < 0 else rotation, seat=None if seat < 0 else seat, label=label,
+        exitcode=code,
+    )
+
+
+def _stop(pool: list[_Worker], clean: bool) -> None:
+    """End every worker: asked to stop after a clean run, else terminated; none is left."""
+    for worker in pool:
+        if clean:
+            with contextlib.suppress(OSError):
+                worker.conn.send(None)
+        elif worker.process.is_alive():
+            worker.process.terminate()
+    for worker in pool:
+        worker.close()  # the end of its pipe, too
+    deadline = time.monotonic() + 5
+    for worker in pool:
+        worker.process.join(max(0.0, deadline - time.monotonic()))
+        if worker.process.is_alive():  # a policy that catches SIGTERM
+            worker.process.kill()
+            worker.process.join()
+
+
+# --------------------------------------------------------------------------- evaluate
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """An evaluation whose inputs were all checked (`plan_evaluation`); `run_evaluation` plays it.
+
+    `config` is the config played (`num_rounds=1` for single rounds); `owners[j]` is the index
+    of the policy holding slot j (`lineup`); `labels` are the policies' unique names.
+    """
+
+    items: tuple[PolicyItem, ...]
+    config: ChickenFootConfig
+    deals: int
+    seed: int
+    workers: int
+    single_round: bool
+    owners: tuple[int, ...]
+    labels: tuple[str, ...]
+    record: Path | None = None
+
+
+def plan_evaluation(
+    policies: list[str | Callable[..., Policy]],
+    config: ChickenFootConfig,
+    deals: int,
+    seed: int = 0,
+    workers: int = 1,
+    single_round: bool = False,
+    *,
+    record: str | Path | None = None,
+) -> EvaluationPlan:
+    """Check everything `evaluate` is given before a game is played (see `evaluate`).
+
+    Each policy is built once here, so a bad spec, checkpoint or factory fails now; the record
+    folder is created and must be empty and writable. Raises `ValueError` naming the problem.
+    """
+    if not isinstance(config, ChickenFootConfig):
+        raise ValueError(f"config must be a ChickenFootConfig; got {type(config).__name__}")
+    if isinstance(deals, bool) or not isinstance(deals, int) or deals < 2:
+        raise ValueError(f"deals must be an int >= 2 (intervals are computed over deals); got {deals!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int; got {workers!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+    items = tuple(policies)
+    for item in items:
+        if not (isinstance(item, str) and item) and not callable(item):
+            raise ValueError(f"each policy is a spec string or a factory; got {item!r}")
+    cfg = config.replace(num_rounds=1) if single_round else config
+    owners = lineup(len(items), cfg.num_players)
+    labels = _unique_labels(items)
+    with user_interrupts():  # a real Ctrl-C meanwhile is not a factory's failure
+        for item in items:
+            _build(item, cfg, 0)
+    if workers > 1:
+        for item, label in zip(items, labels):
+            if not isinstance(item, str):
+                try:
+                    pickle.dumps(item)
+                except Exception as err:
+                    raise ValueError(
+                        f"policy factory {label!r} cannot be sent to worker processes ({err}); "
+                        "use workers=1 or a module-level factory"
+                    ) from err
+    folder = None if record is None else prepare_record_folder(record)
+    return EvaluationPlan(items, cfg, deals, seed, workers, bool(single_round), tuple(owners),
+                          tuple(labels), folder)
+
+
+def prepare_record_folder(record: str | Path) -> Path:
+    """Create the folder that receives one game record per game; it must be new or empty.
+
+    A name ending in .json/.jsonl is refused: records used to be one JSON-lines file, and a
+    folder of that name would surprise whoever passed it.
+    """
+    folder = Path(record)
+    if folder.suffix.lower() in (".json", ".jsonl") or folder.is_file():
+        raise ValueError(
+            f"record {str(folder)!r} must be a folder (it receives one game record, "
+            "deal<NNNN>-rot<k>.json, per game), e.g. results/games/"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if any(folder.iterdir()):
+            raise ValueError(
+                f"record folder {str(folder)!r} is not empty; give a new or empty folder so that "
+                "no game from another run is mixed in"
+            )
+        with tempfile.TemporaryFile(dir=folder):  # writable? (os.access is blind to read-only mounts)
+            pass
+    except OSError as err:
+        raise ValueError(f"cannot write game records to {str(folder)!r}: {err.strerror or err}") from err
+    return folder
+
+
+def record_name(deal: int, rotation: int, deals: int) -> str:
+    """The file name of one game's record: deal and rotation, zero-padded so names sort in order."""
+    return f"deal{deal:0{max(4, len(str(deals - 1)))}d}-rot{rotation}.json"
+
+
+def evaluate(
+    policies: list[str | Callable[..., Policy]],
+    config: ChickenFootConfig,
+    deals: int,
+    seed: int = 0,
+    workers: int = 1,
+    progress: bool = False,
+    single_round: bool = False,
+    *,
+    record: str | Path | None = None,
+) -> dict:
+    """Evaluate `policies[0]` against `policies[1:]` over `deals` duplicate deals.
+
+    Each item is a policy spec (see `cf_env.agents.policies.load_policy`) or a factory
+    `f(config=..., seed=...) -> Policy` (picklable when `workers > 1`). Returns a JSON-serialisable
+    dict (see the module docstring and `format_markdown`). `record`, if given, is a folder (new or
+    empty) that receives one game record per game (`cf_env.viz.record`, readable by
+    `cf_env.viz.record.read_record` and `python -m cf_env.viz.replay`), named by `record_name`: the deal's
+    engine seed, every action, the result and the policy at each seat.
+    """
+    plan = plan_evaluation(policies, config, deals, seed, workers, single_round, record=record)
+    return run_evaluation(plan, progress)
+
+
+def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
+    """Play a checked evaluation (`plan_evaluation`) and return the result dict (`evaluate`)."""
+    items, cfg, deals, seed = plan.items, plan.config, plan.deals, plan.seed
+    owners, labels, single_round = list(plan.owners), list(plan.labels), plan.single_round
+    n = cfg.num_players
+    jobs = []
+    for block, start in enumerate(range(0, deals, BLOCK_DEALS)):
+        stop = min(start + BLOCK_DEALS, deals)
+        jobs.append((items, cfg.to_dict(), seed, block, start, stop, plan.record is not None))
+
+    per_deal = {m: np.zeros((deals, len(items))) for m in METRICS}
+    games_in_order: list[tuple[int, dict]] = []
+    bar = _progress_bar(deals, progress)
+    try:
+        with user_interrupts(), contextlib.closing(_run_blocks(jobs, plan.workers)) as blocks:
+            for block_results in blocks:
+                for deal_result in block_results:
+                    d = deal_result["deal"]
+                    sums = {m: np.zeros(len(items)) for m in METRICS}
+                    held = np.zeros(len(items))
+                    for rotation, game in enumerate(deal_result["games"]):
+                        values = game_values(cfg, game)
+                        for seat, slot in enumerate(game["slots"]):
+                            owner = owners[slot]
+                            held[owner] += 1
+                            for m in METRICS:
+                                sums[m][owner] += values[m][seat]
+                        games_in_order.append((rotation, {**game, "rank": values["rank"]}))
+                        if plan.record is not None:
+                            write_record(
+                                plan.record / record_name(d, rotation, deals),
+                                cfg,
+                                deal_result["engine_seed"],
+                                game["actions"],
+                                {"scores": game["scores"], "winners": game["winners"]},
+                                game["players"],
+                            )
+                    for m in METRICS:
+                        per_deal[m][d] = sums[m] / held
+                if bar is not None:
+                    bar.update(len(block_results))
+    finally:
+        if bar is not None:
+            bar.close()
+
+    result_policies = []
+    for i, label in enumerate(labels):
+        entry = {"name": label, "seats": owners.count(i)}
+        for m in METRICS:
+            entry[m] = metric_ci(m, per_deal[m][:, i], n)
+        result_policies.append(entry)
+    differences = []
+    for j in range(1, len(items)):
+        diff = {"agent": labels[0], "opponent": labels[j]}
+        for m in METRICS:
+            diff[m] = difference_ci(m, per_deal[m][:, 0] - per_deal[m][:, j], n)
+        differences.append(diff)
+    ratings = openskill_ratings(labels, owners, games_in_order)
+    for entry, rating in zip(result_policies, ratings):
+        entry["rating"] = {k: rating[k] for k in ("mu", "sigma", "ordinal")}
+    return {
+        "config": cfg.to_dict(),
+        "seed": seed,
+        "deals": deals,
+        "games": deals * n,
+        "single_round": bool(single_round),
+        "lineup": [labels[i] for i in owners],
+        "policies": result_policies,
+        "differences": differences,
+        "ratings": sorted(ratings, key=lambda r: -r["ordinal"]),
+        "method": {
+            "deal": "one round's shuffle" if single_round else f"one game ({cfg.num_rounds} rounds)",
+            "rotation": f"each deal replayed {n} times, lineup rotated one seat each time",
+            "interval": "95% over deals (the rotation group is the unit): Wilson score for win "
+            "rates, Student-t for the other means and the differences, clipped to the range "
+            "each metric can take",
+            "differences": "agent minus opponent, per deal",
+            "rating": "OpenSkill Plackett-Luce, every game in deal order; "
+            "a policy on several seats is ranked by its mean seat rank",
+            "metrics": METRIC_DOCS,
+        },
+    }
+
+
+def _progress_bar(total: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    class Bar(tqdm):
+        """tqdm with a thread lock: its default one adds a multiprocessing lock, a named
+        semaphore that a SIGKILL could leave behind in /dev/shm."""
+
+    Bar.set_lock(threading.RLock())
+    return Bar(total=total, unit="deal", desc="evaluate", file=sys.stderr)
+
+
+def fail(err: BaseException, code: int) -> NoReturn:
+    """Report a user error as one `error:` line on stderr and exit with `code` (no traceback)."""
+    print("error: " + " ".join(str(err).split()), file=sys.stderr)
+    raise SystemExit(code) from None
+
+
+def _parse_value(text: str):
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)  # 1e2: an integral float is the int it names
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() else number
+
+
+DEFAULT_OUT = "results/eval"  # without --out: the first of results/eval, eval-2, ... not taken
+
+
+def lineups(agent: str, opponents: list[str], mixed: bool = False) -> list[list[str]]:
+    """The evaluations the CLI plays: one per opponent spec, the agent against copies of it on
+    every other seat (what training's periodic evaluations report), or with `mixed` one table
+    seating them all (`lineup` repeats them cyclically)."""
+    if mixed or len(opponents) <= 1:
+        return [[agent, *opponents]]
+    unique = list(dict.fromkeys(opponents))
+    return [[agent, opponent] for opponent in unique]
+
+
+def _slug(spec: str) -> str:
+    """A file-name part for an opponent spec ("ppo:checkpoints/x" -> "ppo-x")."""
+    path = spec_checkpoint(spec)
+    if path:
+        spec = f"{spec.partition(':')[0]}-{Path(path).name}"
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "-", spec).strip("-.") or "opponent"
+
+
+def lineup_names(groups: list[list[str]]) -> list[str]:
+    """A distinct file-name part per lineup of several ("vs-greedy", "vs-heuristic", ...)."""
+    names: list[str] = []
+    for group in groups:
+        name = "vs-" + "-".join(_slug(spec) for spec in group[1:])
+        names.append(name if name not in names else f"{name}-{len(names) + 1}")
+    return names
+
+
+def _outputs(out: str | None, names: list[str] | None, force: bool) -> list[tuple[Path, ...]]:
+    """The (JSON, Markdown, PNG) paths of each lineup (one lineup: `output_paths(out)`; several:
+    `<out>-vs-<opponent>.*`). An existing file is refused without `force`; without `out` the
+    first default name whose files are all free is taken."""
+
+    def paths(base: str) -> list[tuple[Path, ...]]:
+        json_path = output_paths(base)[0]
+        stem = json_path.with_suffix("")
+        if names is None:
+            return [output_paths(base)]
+        return [output_paths(stem.with_name(f"{stem.name}-{name}")) for name in names]
+
+    def taken(groups: list[tuple[Path, ...]]) -> list[Path]:
+        return [path for group in groups for path in group if path.is_file()]
+
+    if out is None and not force:
+        for number in range(1, 10_000):
+            groups = paths(DEFAULT_OUT if number == 1 else f"{DEFAULT_OUT}-{number}")
+            if not taken(groups):
+                return groups
+        raise ValueError(f"every name {DEFAULT_OUT}-<n>.json up to 9999 is taken; give --out")
+    groups = paths(out or DEFAULT_OUT)
+    existing = taken(groups)
+    if existing and not force:
+        raise ValueError(f"{', '.join(map(str, existing))} already exist(s); pass --force to "
+                         "overwrite, or give another --out (nothing was written)")
+    return groups
+
+
+def card_rules(specs: list[str]) -> tuple[str, dict] | None:
+    """(spec, rules) of the first spec that plays a checkpoint (`ppo:`, `guided:`, ...): the
+    game its card says it was trained for (as `cf_env.tools.play` reads it); None without one."""
+    for spec in specs:
+        path = spec_checkpoint(spec)
+        if path:
+            return spec, ChickenFootConfig.from_dict(read_card(path)["env_config"]).to_dict()
+    return None
+
+
+def _rules(args: argparse.Namespace, specs: list[str]) -> dict:
+    """The config fields of the CLI: a checkpoint's card (if any spec plays one), the options
+    given, then `--set`. `--players`/`--max-pips` that contradict the card are refused with the
+    values that would work."""
+    card = card_rules(specs)
+    given = {"num_players": args.players, "max_pips": args.max_pips}
+    if card is None:
+        fields = {"num_players": 4 if args.players is None else args.players,
+                  "max_pips": 9 if args.max_pips is None else args.max_pips,
+                  "num_rounds": args.rounds}
+    else:
+        spec, fields = card
+        wrong = [f"--{option} {given[field]}" for option, field in
+                 (("players", "num_players"), ("max-pips", "max_pips"))
+                 if given[field] is not None and given[field] != fields[field]]
+        if wrong:
+            raise ValueError(
+                f"{' '.join(wrong)} contradicts {spec}: it was trained for "
+                f"{fields['num_players']} players, double-{fields['max_pips']}, and a checkpoint "
+                f"plays only the game it was trained for; give --players {fields['num_players']} "
+                f"--max-pips {fields['max_pips']}, or leave them out to take them from its card"
+            )
+        if args.rounds is not None:
+            fields["num_rounds"] = args.rounds
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set takes FIELD=VALUE (a ChickenFootConfig field); got {item!r}")
+        fields[key.strip()] = _parse_value(value.strip())
+    return fields
+
+
+def _headline(result: dict) -> str:
+    """One lineup's result in the words of training's log: the agent's win rate and interval."""
+    agent, opponents = result["policies"][0], result["policies"][1:]
+    n = result["config"]["num_players"]
+    against = (f"{n - 1}× {opponents[0]['name']}" if len(opponents) == 1
+               else ", ".join(f"{p['seats']}× {p['name']}" for p in opponents))
+    win = agent["win_rate"]
+    unit = "single rounds" if result["single_round"] else "games"
+    return (f"{agent['name']} vs {against}: win rate {win['mean']:.1%} [{win['ci_low']:.1%}, "
+            f"{win['ci_high']:.1%}] over {result['deals']} duplicate deals of {unit} "
+            f"(parity {1 / n:.0%})")
+
+
+def main(argv: list[str] | None = None) -> dict | list[dict]:
+    """The command; returns the result dict, or one per lineup when there are several."""
+    parser = argparse.ArgumentParser(
+        prog="python -m training.evaluate",
+        description="Evaluate a policy against opponents over duplicate deals with seat rotation.",
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--agent", required=True, help="policy spec under test, e.g. heuristic")
+    parser.add_argument("--opponents", required=True,
+                        help="comma-separated opponent specs, e.g. greedy,heuristic: one "
+                        "evaluation per spec, the agent against it on every other seat (as "
+                        "training reports); with --mixed one table seats them all")
+    parser.add_argument("--mixed", action="store_true",
+                        help="seat all the opponents at one table (repeated cyclically to fill "
+                        "the seats) instead of one evaluation per opponent")
+    parser.add_argument("--players", type=int, default=None,
+                        help="players (default: a checkpoint's card, else 4)")
+    parser.add_argument("--max-pips", type=int, default=None,
+                        help="double-N set (default: a checkpoint's card, else 9)")
+    rounds = parser.add_mutually_exclusive_group()
+    rounds.add_argument("--rounds", type=int, default=None,
+                        help="rounds per game (default: a checkpoint's card, else N+1)")
+    rounds.add_argument("--single-round", action="store_true", help="evaluate single rounds")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="any other ChickenFootConfig field, e.g. --set double_blank_value=25")
+    parser.add_argument("--deals", type=int, default=2000, help="duplicate deals")
+    parser.add_argument("--seed", type=int, default=0, help="master seed of deals and policies")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument("--out", default=None,
+                        help="output path X.json: writes X.json, X.md and X.png (X is the path "
+                        "less a .json/.md/.png suffix; several lineups: X-vs-<opponent>.*); "
+                        f"default: {DEFAULT_OUT}.json, or {DEFAULT_OUT}-2.json, ... the first "
+                        "name not taken")
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite output files that exist (without it they are refused)")
+    parser.add_argument("--record", default=None, metavar="FOLDER",
+                        help="save every game as a game record (cf_env.viz.record, for "
+                        "python -m cf_env.viz.replay) in this new or empty folder (several lineups: "
+                        "one subfolder each)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    limit_threads()
+
+    # Everything the user gave is checked here, before the first game (exit 2 on a problem).
+    try:
+        opponents = [s.strip() for s in args.opponents.split(",") if s.strip()]
+        config = ChickenFootConfig.from_dict(_rules(args, [args.agent, *opponents]))
+        groups = lineups(args.agent, opponents, args.mixed)
+        names = lineup_names(groups) if len(groups) > 1 else None
+        outputs = _outputs(args.out, names, args.force)
+        for paths in outputs:
+            check_writable(paths)
+        plans = [plan_evaluation(group, config, args.deals, seed=args.seed,
+                                 workers=args.workers, single_round=args.single_round)
+                 for group in groups]
+        if args.record is not None:  # made last: a refused command leaves no folder
+            folder = prepare_record_folder(args.record)
+            plans = [dataclasses.replace(plan, record=folder if names is None
+                                         else prepare_record_folder(folder / name))
+                     for plan, name in zip(plans, names or [None])]
+    except (ValueError, OSError) as err:  # OSError: e.g. a folder that cannot be made
+        fail(err, 2)
+    results = []
+    for plan, paths in zip(plans, outputs):
+        started = time.perf_counter()
+        try:
+            result = run_evaluation(plan, progress=not args.no_progress)
+        except (PolicyError, WorkerDiedError) as err:  # a policy failed during play
+            fail(err, 1)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            raise SystemExit(130) from None
+        elapsed = time.perf_counter() - started
+        table = write_report(result, paths)
+        if len(plans) > 1:
+            print(f"## {plan.labels[0]} vs {', '.join(plan.labels[1:])}\n")
+        print(table)
+        print(_headline(result))
+        print(f"{result['games']} games in {elapsed:.1f} s with {args.workers} worker(s); "
+              f"wrote {', '.join(map(str, paths))}"
+              + (f"; game records in {plan.record}/" if plan.record is not None else ""))
+        if len(plans) > 1:
+            print()
+        results.append(result)
+    return results[0] if len(results) == 1 else results
