@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test test-rllib lint clean
+.PHONY: run test test-rllib lint clean docs-check docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q torch==2.13.0
 	# The TorchRL and Tianshou extras (their examples are tested: tests/test_examples.py) and the
 	# benchmark's peers (connect_four_v3 needs pygame: tests/tools/test_bench.py).
-	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou,bench]'
+	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou,bench,docs]'
 	# numba's cache, filled once here, so that no later command waits for compilation.
 	$(PY) -m cf_env.tools.compile
 	touch $@
@@ -35,8 +35,28 @@ $(RLLIB_VENV)/.installed: pyproject.toml
 test-rllib: $(RLLIB_VENV)/.installed
 	$(RLLIB_VENV)/bin/python -m pytest -q tests/training/test_rllib.py tests/test_readme.py tests/test_examples.py -k "rllib"
 
+# The built site in headless Chromium (tests/site: every page, link, anchor and image, offline;
+# the search; a screenshot of the environment card in test-artifacts/). Debian's Chromium is
+# driven by Playwright, so nothing is downloaded; as root it is installed if missing.
+CHROMIUM ?= /usr/bin/chromium
+docs-check: docs
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && [ "$(CHROMIUM)" = /usr/bin/chromium ]; then \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; \
+	  else \
+	    echo "docs-check needs Chromium at $(CHROMIUM): apt-get install chromium (as root), or make docs-check CHROMIUM=/path/to/chromium" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+	CF_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -q tests/site
+
+# The documentation site (docs/, Sphinx + MyST + furo) into site/; any warning fails the build.
+docs: $(VENV)/.installed
+	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs site
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check cf_env training tests examples
 
 clean:
-	rm -rf $(VENV) $(RLLIB_VENV)
+	rm -rf $(VENV) $(RLLIB_VENV) site docs/_autosummary test-artifacts

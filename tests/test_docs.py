@@ -1,8 +1,10 @@
-"""docs/rules.md is the repository's copy of the rules.
+"""docs/rules.md is the repository's copy of the rules; docs/ is the documentation site.
 
-Code, tests and the README cite rules by number (R1–R13); a fresh clone has no shared rule sheet
-beside it, so every number cited must be a rule heading in docs/rules.md, the numbers must keep
-their meanings, and the page's hand-size and variants tables must agree with `ChickenFootConfig`.
+Code, tests, the README and the docs pages cite rules by number (R1–R13); a fresh clone has no
+shared rule sheet beside it, so every number cited must be a rule heading in docs/rules.md, the
+numbers must keep their meanings, and the page's hand-size and variants tables must agree with
+`ChickenFootConfig`. The site shows every example as tested code, and builds offline with no
+warning and no resource loaded from the network.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from cf_env.core.config import SUPPORTED_SETS, ChickenFootConfig, default_hand_size, max_players
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES_DOC = ROOT / "docs" / "rules.md"
-CITING = ("cf_env", "training", "tests", "README.md")  # where rule numbers are cited
+CITING = ("cf_env", "training", "tests", "README.md", "docs")  # where rule numbers are cited
 CITATION = re.compile(r"\bR(\d+)\b")
 RULE_HEADING = re.compile(r"^#{2,6} R(\d+)\b(.*)$", re.MULTILINE)
 # A word each rule's heading must keep, so a renumbering cannot silently move a meaning that
@@ -50,8 +56,10 @@ def cited_rules() -> dict[int, list[str]]:
         files += [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     cited: dict[int, list[str]] = {}
     for path in files:
-        if "__pycache__" in path.parts:
+        if "__pycache__" in path.parts or "_autosummary" in path.parts:
             continue
+        if path.parts[len(ROOT.parts)] == "docs" and path.suffix != ".md":
+            continue  # the results' json, png and scripts cite no rules
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:  # binary files (images, checkpoints) cite nothing
@@ -136,8 +144,8 @@ def test_rules_doc_variant_fields_exist_with_the_documented_defaults():
     for variant, rule, field_cell, default_cell, _ in rows:
         assert re.fullmatch(r"R\d+(, R\d+)*", rule), f"variant {variant!r}: rule cell {rule!r}"
         named = re.fullmatch(r"`(\w+)`", field_cell)
-        if named is None:  # config fields without a cell of their own; the README names them
-            assert field_cell == "config field: see README Configuration", field_cell
+        if named is None:  # config fields without a cell of their own; the card's Arguments name them
+            assert field_cell == "config field: see Arguments", field_cell
             continue
         name = named[1]
         assert name in fields, f"variant {variant!r} names {name!r}, not a ChickenFootConfig field"
@@ -156,3 +164,72 @@ def test_readme_links_to_the_rules_doc():
         "README.md must link to docs/rules.md (e.g. [docs/rules.md](docs/rules.md)): "
         "a fresh clone has no ../shared/RULES.md"
     )
+
+
+# --- the documentation site -------------------------------------------------------------------
+
+DOCS = ROOT / "docs"
+
+
+def test_every_example_is_shown_on_a_library_page_as_tested_code():
+    # literalinclude shows the file CI runs (tests/test_examples.py), never a copy that can drift.
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in (DOCS / "libraries").glob("*.md"))
+    included = set(re.findall(r"```\{literalinclude\} \.\./\.\./examples/(\w+\.py)", pages))
+    scripts = {p.name for p in (ROOT / "examples").glob("*.py")}
+    assert scripts and included == scripts, f"not shown: {scripts - included}; unknown: {included - scripts}"
+
+
+def test_environment_card_tables_come_from_the_code():
+    card = (DOCS / "environment.md").read_text(encoding="utf-8")
+    for directive in ("cf-env-summary", "cf-action-table", "cf-observation-table"):
+        assert f"```{{{directive}}}" in card, directive
+    # The card must not also carry a hand-written copy of the layout that could drift.
+    assert "| `hand` |" not in card and "(0:55)" not in card
+
+
+def test_observation_table_formulas_match_the_layout():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import cf_docs
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    from cf_env.core.observation import observation_layout
+
+    formulas = {p.name: cf_docs._symbolic_size(p.name) for p in observation_layout(ChickenFootConfig()).pieces}
+    assert formulas["hand"] == "T" and formulas["opponent_played"] == "(n−1)T"
+    assert formulas["round"] == "`num_rounds`" and formulas["open_ends"] == "N+1"
+
+
+REMOTE_LOAD = re.compile(r"""<(?:script|img|iframe|source)\b[^>]*\bsrc=["']?(?:https?:)?//"""
+                         r"""|<link\b[^>]*\bhref=["']?(?:https?:)?//|url\(["']?(?:https?:)?//""")
+
+
+def test_remote_load_check_sees_remote_resources():
+    assert REMOTE_LOAD.search('<script src="https://cdn.example/mathjax.js"></script>')
+    assert REMOTE_LOAD.search('<link rel="stylesheet" href="//fonts.example/x.css">')
+    assert not REMOTE_LOAD.search('<a href="https://github.com/pradyunsg/furo">Furo</a>')
+    assert not REMOTE_LOAD.search('<script src="_static/furo.js"></script>')
+
+
+@pytest.mark.slow
+def test_site_builds_with_no_warning_and_loads_nothing_remote(tmp_path):
+    pytest.importorskip("sphinx", reason="needs the docs extra (make installs it)")
+    pytest.importorskip("myst_parser", reason="needs the docs extra (make installs it)")
+    out = tmp_path / "site"
+    built = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html",
+         "-d", str(tmp_path / "doctrees"), str(DOCS), str(out)],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+    )
+    assert built.returncode == 0, built.stderr[-5000:]
+    pages = sorted(out.rglob("*.html"))
+    assert {"index.html", "environment.html", "getting-started.html", "api.html"} <= {
+        str(p.relative_to(out)) for p in pages}
+    remote = {}
+    for path in [*pages, *out.rglob("*.css"), *out.rglob("*.js")]:
+        found = REMOTE_LOAD.findall(path.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            remote[str(path.relative_to(out))] = found[:3]
+    assert not remote, f"pages that would load resources from the network: {remote}"
+    card = (out / "environment.html").read_text(encoding="utf-8")
+    assert "opponent_played" in card and "Discrete(112)" in card and "(421,)" in card

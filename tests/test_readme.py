@@ -1,9 +1,11 @@
-"""README.md as a newcomer uses it: the Quickstart says how to reach the venv, and every shell
-command shown in a code block pastes into bash as written.
+"""README.md and the documentation pages as a newcomer uses them: the getting-started page says how
+to reach the venv, and every shell command shown in a code block pastes into bash as written.
 
+The pages are README.md and every Markdown page under docs/ (the site `make docs` builds).
 Commands are read from fenced ```bash blocks and from indented (4+ spaces) blocks. A
 `python -m <module>` of ours must name a module that exists, and every `--flag` it passes must be
-one its own `--help` lists; a `make <target>` must be a Makefile target.
+one its own `--help` lists; a `make <target>` must be a Makefile target. No page names the old
+flat module paths (`python -m cf_env.play`): they survive only as deprecated aliases.
 """
 
 from __future__ import annotations
@@ -20,9 +22,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+README_MAX_LINES = 250
+# Every Markdown page of the site (the API pages are generated from docstrings, as .rst).
+DOC_PAGES = sorted(p for p in (ROOT / "docs").rglob("*.md") if "_autosummary" not in p.parts)
+PAGES = {"README.md": README} | {
+    str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in DOC_PAGES
+}
+GETTING_STARTED = "docs/getting-started.md"
 OUR_PACKAGES = ("cf_env", "training")
 # What a reader must replace before running: <run-name>, <shipped>, [--rounds N] ...
 PLACEHOLDER = re.compile(r"<[A-Za-z][\w -]*>|\[--[\w-]+")
+# `python -m cf_env.<name>` with no subpackage: an old flat path (cf_env/_moved.py).
+FLAT_MODULE = re.compile(r"python -m cf_env\.(\w+)(?![.\w])")
 
 
 def shell_commands(markdown: str) -> list[str]:
@@ -48,16 +59,18 @@ def shell_commands(markdown: str) -> list[str]:
     return commands
 
 
-COMMANDS = shell_commands(README)
+COMMANDS = [(page, command) for page, text in PAGES.items() for command in shell_commands(text)]
+README_COMMANDS = shell_commands(README)
 
 
-def module_commands() -> list[tuple[str, list[str]]]:
+def module_commands() -> list[tuple[str, str, list[str]]]:
+    """(page, module, arguments) of every `python -m` command of ours."""
     found = []
-    for command in COMMANDS:
+    for page, command in COMMANDS:
         words = shlex.split(command)
         if "-m" in words and words[words.index("-m") + 1].startswith(OUR_PACKAGES):
             at = words.index("-m")
-            found.append((words[at + 1], words[at + 2 :]))
+            found.append((page, words[at + 1], words[at + 2 :]))
     return found
 
 
@@ -70,46 +83,99 @@ def help_text(module_name: str) -> str:
     return out.getvalue()
 
 
-def test_readme_parser_finds_the_known_commands():
-    # The parser itself must see the README's examples, or the tests below check nothing.
-    modules = {name for name, _ in module_commands()}
-    assert {"training.ppo", "training.evaluate", "cf_env.replay", "cf_env.play"} <= modules
-    assert "make run" in COMMANDS and "make test" in COMMANDS
+def section(text: str, heading: str) -> str:
+    """The body of the `## heading` section, up to the next heading of level 2 or 1."""
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^#{{1,2}} |\Z)", text, re.M | re.S)
+    assert match, f"no '## {heading}' section"
+    return match[1]
 
 
-def test_quickstart_says_how_to_run_other_commands():
-    quickstart = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
-    assert "source .venv/bin/activate" in quickstart
-    assert ".venv/bin/python -m" in quickstart
+def test_parser_finds_the_known_commands():
+    # The parser itself must see the pages' examples, or the tests below check nothing.
+    modules = {name for _, name, _ in module_commands()}
+    assert {"training.ppo", "training.evaluate", "training.ship", "training.export",
+            "cf_env.viz.replay", "cf_env.tools.play", "cf_env.tools.bench",
+            "cf_env.tools.soak", "cf_env.tools.openspiel_bots"} <= modules
+    assert {"make run", "make test", "make docs"} <= set(README_COMMANDS)
+    pages = {page for page, _ in COMMANDS}
+    assert {"README.md", GETTING_STARTED, "docs/training.md", "docs/agents.md",
+            "docs/evaluation.md", "docs/play.md", "docs/robustness.md"} <= pages
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_readme_commands_have_no_placeholders(command):
-    assert not PLACEHOLDER.search(command), f"README command is not runnable as written: {command}"
+def test_readme_is_short():
+    lines = README.count("\n") + (not README.endswith("\n"))
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move the detail into a docs page"
+    )
 
 
-def test_readme_make_commands_name_makefile_targets():
+def test_getting_started_and_readme_say_how_to_run_other_commands():
+    for page, heading in ((GETTING_STARTED, "Using the virtual environment"),
+                          ("README.md", "Quickstart")):
+        body = section(PAGES[page], heading)
+        assert "source .venv/bin/activate" in body, page
+        assert ".venv/bin/python -m" in body, page
+    assert "make run" in section(PAGES[GETTING_STARTED], "Install: two commands")
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_no_page_uses_a_flat_module_path(page):
+    flat = sorted(set(FLAT_MODULE.findall(PAGES[page])))
+    assert not flat, f"{page}: use the layered module paths (cf_env.tools.*, cf_env.viz.*): {flat}"
+
+
+def test_flat_module_check_sees_old_paths():
+    assert FLAT_MODULE.findall("python -m cf_env.play --seat 1; python -m cf_env.tools.play") == ["play"]
+
+
+@pytest.mark.parametrize(("page", "command"), COMMANDS)
+def test_commands_have_no_placeholders(page, command):
+    assert not PLACEHOLDER.search(command), f"{page}: command is not runnable as written: {command}"
+
+
+def test_make_commands_name_makefile_targets():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     targets = set(re.findall(r"^([\w-]+):", makefile, flags=re.M))
-    for command in COMMANDS:
+    assert "docs" in targets
+    for page, command in COMMANDS:
         if command.startswith("make "):
-            assert set(command.split()[1:]) <= targets, command
+            assert set(command.split()[1:]) <= targets, f"{page}: {command}"
 
 
-@pytest.mark.parametrize("module_name", sorted({name for name, _ in module_commands()}))
-def test_readme_flags_are_listed_by_each_modules_help(module_name):
+@pytest.mark.parametrize("module_name", sorted({name for _, name, _ in module_commands()}))
+def test_flags_are_listed_by_each_modules_help(module_name):
     if module_name == "training.rllib_ppo":
         pytest.importorskip("ray", reason="the rllib extra has its own venv (make test-rllib)")
     helped = help_text(module_name)
-    for name, args in module_commands():
+    for page, name, args in module_commands():
         if name != module_name:
             continue
         for arg in args:
             flag = arg.split("=", 1)[0]
             if flag.startswith("--"):
                 assert re.search(rf"(^|[\s,\[]){re.escape(flag)}\b", helped), (
-                    f"README passes {flag} to python -m {name}, which its --help does not list"
+                    f"{page} passes {flag} to python -m {name}, which its --help does not list"
                 )
+
+
+def test_readme_links_resolve():
+    # Relative links and images: each names a file or folder of the repository.
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README)
+    local = [t for t in targets if not re.match(r"[a-z]+:", t)]
+    assert len(local) >= 15, local
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, f"README.md links to paths that do not exist: {missing}"
+
+
+def test_readme_links_every_docs_page_of_the_site_navigation():
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^(?!:)([\w/-]+)$", "\n".join(re.findall(r"```\{toctree\}(.*?)```", index, re.S)),
+                        flags=re.M)
+    assert {"getting-started", "rules", "environment", "training", "api"} <= set(listed), listed
+    for name in listed:
+        if name in ("api", "results", "changelog"):
+            continue  # generated, or the raw measurements, or the root CHANGELOG.md
+        assert f"](docs/{name}.md)" in README, f"README.md does not link docs/{name}.md"
 
 
 # Every command-line program: its module and how it is started (examples by path).
