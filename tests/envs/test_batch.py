@@ -362,16 +362,16 @@ def test_a_batch_of_4096_default_games_holds_at_most_64_mib():
     assert held <= 64 * 2**20, held  # everything it holds, the per-game Generators included
 
 
-def test_readme_batched_example_runs_and_pays_zero_sum_rewards():
-    """The README's batched example, as written: it runs, and under the default zero_sum
-    rewards every game's seat returns sum to zero (R12)."""
+def test_the_documented_batched_example_runs_and_pays_zero_sum_rewards():
+    """The environment card's batched example, as written: it runs, and under the default
+    zero_sum rewards every game's seat returns sum to zero (R12)."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Batched: thousands of games in one call", 1)[1]
+    card = Path(__file__).resolve().parents[2] / "docs" / "environment.md"
+    section = card.read_text(encoding="utf-8").split("### Batched: thousands of games in one call", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, str(card), "exec"), namespace)
     returns = namespace["returns"]
     assert returns.shape == (1024, 4) and np.abs(returns).sum() > 0
     np.testing.assert_allclose(returns.sum(axis=1), 0.0, atol=1e-4)
