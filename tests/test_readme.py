@@ -180,7 +180,8 @@ def test_readme_links_every_docs_page_of_the_site_navigation():
 
 # Every command-line program: its module and how it is started (examples by path).
 CLIS = ["training.ppo", "training.evaluate", "training.ship", "training.export", "training.plot",
-        "training.fit_value", "training.bench", "cf_env.viz.replay", "cf_env.tools.play",
+        "training.fit_value", "training.bench", "training.benchmark", "training.leaderboard",
+        "training.exploit", "training.model_card", "cf_env.viz.replay", "cf_env.tools.play",
         "cf_env.tools.demo", "cf_env.tools.bench", "cf_env.tools.soak", "cf_env.tools.compile",
         "cf_env.tools.kernel_bench", "cf_env.tools.search_bench", "cf_env.tools.openspiel_bots",
         *(f"examples/{p.name}" for p in sorted((ROOT / "examples").glob("*.py")))]

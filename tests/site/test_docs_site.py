@@ -61,6 +61,9 @@ def test_environment_card_screenshot(site):
     assert not site.report, site.report.format()
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.stat().st_size > 10_000  # a rendered page, not a blank image
+    # the card's tables are generated from the code when the site is built
+    card = (site.root / CARD).read_text(encoding="utf-8")
+    assert "opponent_played" in card and "Discrete(112)" in card and "(421,)" in card
 
 
 # -------------------------------------------------------------------------- the checker itself

@@ -42,15 +42,12 @@ from cf_env import ChickenFootConfig
 from cf_env.core import atomic
 from cf_env.tools.cli import HelpFormatter, limit_threads
 from training.artifacts import checkpoints as ckpt
+from training.artifacts import model_card
 from training.config import config_from_dict
 from training.evaluation.evaluate import evaluate, fail, plan_evaluation
 from training.evaluation.plot import load_evals, plot_run
 
 BASELINES = ("random", "greedy", "heuristic")
-LEARNERS = {  # the card's `algo` (cards before the self-play trainer have none: MaskablePPO)
-    "maskable_ppo": "Masked PPO (sb3-contrib MaskablePPO, one learning seat per game)",
-    "selfplay": "Self-play masked PPO (training.selfplay: every seat learns, privileged critic)",
-}
 
 
 @dataclass(frozen=True)
@@ -259,53 +256,8 @@ def _pct(ci: dict) -> str:
 
 
 def card_markdown(card: dict, dest: Path) -> str:
-    t, e = card["training"], card["evaluation"]
-    cfg = card["env_config"]
-    minutes = "an unrecorded time" if t["wall_time_s"] is None else f"{t['wall_time_s'] / 60:.0f} min"
-    lines = [
-        f"# Shipped agent `{dest.name}`",
-        "",
-        f"{LEARNERS.get(card.get('algo', 'maskable_ppo'), card.get('algo'))}, MLP "
-        f"{card['net_arch']} ({card['activation']}), trained for "
-        f"**{t['steps']:,} learner steps** in **{minutes}** on {t['hardware']}.",
-        "",
-        f"- game: {cfg['num_players']} players, double-{cfg['max_pips']}, {cfg['num_rounds']} "
-        f"rounds (default rules); observation version {card['observation_version']}",
-        "- command" + ("s, in order" if len(t["commands"]) > 1 else "") + ": "
-        + "; then ".join(f"`{c}`" for c in t["commands"])
-        + f" (run `{t['run']}`, checkpoint {t['checkpoint']})",
-        f"- play it: `ppo:{dest}` in any policy spec, e.g. `python -m training.evaluate --agent "
-        f"ppo:{dest} --opponents greedy --single-round`",
-        "- files: `card.json` + `policy.npz` (weights only, loaded without pickle; see README "
-        "\"Security: loading checkpoints\"). No `model.zip`: to resume training, use the run "
-        "directory's own checkpoint",
-    ]
-    if "value" in card:
-        reward = card["value"]["reward"]
-        lines.append(
-            f"- value head: `value.npz`, the privileged critic (MLP {card['value']['net_arch']}; "
-            f"reads the observation and the hidden tiles; predicts the {reward['reward_mode']} "
-            f"round reward plus a win bonus of {reward['win_bonus']:g}), for search: "
-            f"`lookahead:{dest}`")
-        fit = card["value"].get("fit")
-        if fit is not None:
-            lines.append(f"  - fitted by policy evaluation of this actor in pure self-play "
-                         f"({fit['decisions']:,} decisions, from {fit['init']}): "
-                         f"`{fit.get('command', 'python -m training.fit_value')}`")
-    lines += [
-        "",
-        f"## Evaluation ({e['deals']} duplicate deals, seed {e['seed']}, parity "
-        f"{1 / cfg['num_players']:.0%})",
-        "",
-        "| opponents | unit | win rate [95% CI] | agent − opponent win rate | mean round score |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for r in e["results"]:
-        unit = "single round" if r["single_round"] else "full game"
-        lines.append(f"| {r['opponents']} | {unit} | {_pct(r['win_rate'])} | "
-                     f"{_pct(r['win_rate_minus_opponent'])} | {r['round_score']['mean']:.2f} |")
-    lines += ["", "![learning curve](learning_curve.png)", ""]
-    return "\n".join(lines)
+    """The agent's `card.md`: its model card (`training.artifacts.model_card`)."""
+    return model_card.render(card, dest)[0]
 
 
 def _names(text: str) -> tuple[str, ...]:
