@@ -103,7 +103,12 @@ class SelfPlaySettings:
     pool_share: float = 0.25
     """Probability that a seat of a new game is an opponent (drawn from opponents.bots and the
     snapshots with their weights) instead of a learner seat; in [0, 1). Every game keeps at
-    least one learner seat."""
+    least one learner seat. Not read with one_learner_seat."""
+    one_learner_seat: bool = False
+    """Each new game has exactly one learner seat (drawn uniformly) and every other seat is an
+    opponent drawn from the pool, instead of pool_share's independent draws: training against a
+    fixed table, as the exploitability probe does (`python -m training.exploit`: the target as
+    the only opponent, opponents.snapshot_weight 0)."""
     privileged_critic: bool = True
     """The critic also reads the other seats' hands and the boneyard (training only; the actor
     never does). False: the critic reads the observation only (the ablation). Fixed for a run."""
@@ -119,6 +124,11 @@ class SelfPlaySettings:
     the seats, so rewards stay zero-sum. 0 = the plain zero_sum reward."""
     clip_value_loss: bool = False
     """Clip the value update to ppo.clip_range around the behaviour value (CleanRL's clip_vloss)."""
+    init_actor: str | None = None
+    """A weights-only checkpoint (card.json + policy.npz) whose actor network starts a new run
+    instead of a fresh one (the critic starts fresh); its layers must be ppo.net_arch with
+    ppo.activation, for this run's game. None: a fresh actor. `python -m training.exploit
+    --warm-start` starts the best response at the target itself."""
     update_dtype: str = "float32"
     """Matmul precision of the update's forward and backward passes: "float32"; "bfloat16"
     (`torch.autocast` mixed precision: weights, optimiser state, losses and log-probabilities

@@ -5,7 +5,9 @@ The games are one `cf_env.core.kernel.KernelBatch` (the compiled rules core). At
 every seat is, independently, an opponent with probability `selfplay.pool_share` (a bot or a
 frozen past learner, drawn with the `opponents.*` weights) or else a *learner seat*, played by the
 current policy; at least one seat per game is a learner seat, and the learner's seats differ from
-game to game, so seat effects average out. The bots that have a compiled form (`random`,
+game to game, so seat effects average out. With `one_learner_seat` (`selfplay.one_learner_seat`)
+each game instead has exactly one learner seat, drawn uniformly, and every other seat is an
+opponent: a best response against a fixed pool (`training.selfplay.exploit`). The bots that have a compiled form (`random`,
 `greedy`, `heuristic`: `cf_env.agents.kernel_bots`) and every forced decision are played inside
 the compiled code (`batch_advance`); other opponents (snapshots through `NumpyPolicy`, any other
 spec) are asked with their `act(obs)`. So between two collector steps every game waits at a
@@ -50,6 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from threadpoolctl import ThreadpoolController
 
 from cf_env.agents.kernel_bots import (
     BOT_KINDS,
@@ -69,6 +72,7 @@ from training.artifacts.checkpoints import NumpyPolicy, load_ppo_policy, read_ca
 from training.selfplay.opponents import pool_entries
 
 LEARNER = None  # a seat's policy entry when the learner plays it
+_BLAS = ThreadpoolController()  # `_ask`'s products run on one BLAS thread (see there)
 ILLEGAL_LOGIT = -1e8  # masked logits: large and finite, so the entropy has no NaN (0 * -1e8 = 0)
 
 
@@ -165,6 +169,7 @@ class Collector:
         win_bonus: float = 0.0,
         episode: str = "round",
         options: DriverOptions | None = None,
+        one_learner_seat: bool = False,
     ):
         self.config = config
         # The driver options of `env.rules` (reward_mode; illegal actions raise). Forced
@@ -172,12 +177,14 @@ class Collector:
         self.options = options if options is not None else DriverOptions()
         self.num_games = num_games
         self.pool_share = float(pool_share)
+        self.one_learner_seat = bool(one_learner_seat)
         self.bots = {str(k): float(v) for k, v in bots.items() if v > 0}
         self.snapshot_weight = float(snapshot_weight)
         self.max_snapshots = int(max_snapshots)
         self.snapshot_greedy = bool(snapshot_greedy)
         self.snapshots: list[str] = []
         self._templates: dict[str, NumpyPolicy] = {}
+        self._shared: dict[str, NumpyPolicy] = {}  # greedy networks by spec (`_policy`)
         self.privileged = privileged
         self.win_bonus = float(win_bonus)
         self.episode = episode
@@ -234,7 +241,11 @@ class Collector:
                 policy = NumpyPolicy(weights, activation, deterministic=self.snapshot_greedy,
                                      seed=seed, adapt=adapt)
             else:
-                policy = load_policy(name, self.config, seed=seed)
+                # A greedy network (a `ppo:` spec) has no state: one instance serves every seat,
+                # so `_ask` batches its seats; any other spec gets its own instance per seat.
+                policy = self._shared.get(name) or load_policy(name, self.config, seed=seed)
+                if isinstance(policy, NumpyPolicy) and policy.deterministic:
+                    self._shared[name] = policy
             self._built[key] = policy
             if len(self._built) > 2 * self.num_games * self.config.num_players * 4:
                 live = set(self.entries()[0])
@@ -250,9 +261,13 @@ class Collector:
         and snapshots through their `act(obs)`."""
         game, rng, n = self.games[index], self.rng, self.config.num_players
         names, cumulative = self.entries()
-        opponent = [rng.random() < self.pool_share for _ in range(n)]
-        if all(opponent):  # at least one learner seat per game
-            opponent[int(rng.integers(n))] = False
+        if self.one_learner_seat:
+            learner = int(rng.integers(n))
+            opponent = [seat != learner for seat in range(n)]
+        else:
+            opponent = [rng.random() < self.pool_share for _ in range(n)]
+            if all(opponent):  # at least one learner seat per game
+                opponent[int(rng.integers(n))] = False
         for seat in range(n):
             self.kinds[index, seat] = OUTSIDE
             self.learners[index, seat] = not opponent[seat]
@@ -300,13 +315,43 @@ class Collector:
             if not waiting.size:
                 return
             # Python opponents with a real choice (forced ones were played in the batch).
-            observations, masks = batch.observe(), batch.legal_mask()
-            actions = [self.games[i].policies[st.current[i]].act(
-                {"observation": observations[i].copy(), "action_mask": masks[i].astype(np.int8)})
-                for i in waiting.tolist()]
-            batch.step_games(waiting, np.asarray(actions, np.int64))
+            batch.step_games(waiting, self._ask(waiting))
             for i in waiting[st.round_ended[waiting]].tolist():
                 self._round_ended(i, buffer)
+
+    def _ask(self, waiting: np.ndarray) -> np.ndarray:
+        """The actions of the Python opponents to move at the games `waiting`. A network played
+        greedily (a `ppo:` spec, or a snapshot with `snapshot_greedy`) chooses for all its
+        seats in one batched forward pass: the argmax over legal actions its `act` takes, up to
+        the float rounding of a matrix product against a matrix-vector one (a near-tie may
+        break the other way). Every other policy is asked with its `act(obs)`. The products run
+        on one BLAS thread: at these sizes OpenBLAS starts its own threads, which beside the
+        trainer's busy process made collection ~10x slower (as `cf_env.agents.lookahead`)."""
+        st = self.batch.state
+        observations, masks = self.batch.observe(), self.batch.legal_mask()
+        actions = np.empty(len(waiting), np.int64)
+        groups: dict[int, tuple[NumpyPolicy, list[int]]] = {}
+        for k, i in enumerate(waiting.tolist()):
+            policy = self.games[i].policies[st.current[i]]
+            if isinstance(policy, NumpyPolicy) and policy.deterministic:
+                groups.setdefault(id(policy.weights), (policy, []))[1].append(k)
+            else:
+                actions[k] = policy.act({"observation": observations[i].copy(),
+                                         "action_mask": masks[i].astype(np.int8)})
+        if not groups:
+            return actions
+        with _BLAS.limit(limits=1, user_api="blas"):
+            for policy, rows in groups.values():
+                games = waiting[rows]
+                x = observations[games]
+                if policy.adapt is not None:
+                    x = np.stack([policy.adapt(row) for row in x])
+                for w, b in policy.weights[:-1]:
+                    x = policy.activation(x @ w.T + b)
+                w, b = policy.weights[-1]
+                logits = np.where(masks[games], x @ w.T + b, -np.inf)
+                actions[rows] = logits.argmax(axis=1)
+        return actions
 
     def _round_ended(self, index: int, buffer: _Buffer | None) -> None:
         """Pay every learner seat its round reward on its chain's last transition; close the

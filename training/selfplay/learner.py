@@ -138,6 +138,26 @@ def actor_weights(actor: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
             for m in actor if isinstance(m, nn.Linear)]
 
 
+def load_actor(actor: nn.Sequential, path: str, config: TrainConfig) -> None:
+    """Copy the actor of checkpoint `path` (`selfplay.init_actor`) into `actor`; `ValueError`
+    naming the checkpoint and the fields to set when its network is another shape."""
+    policy = ckpt.load_ppo_policy(path, config=config.rules())  # checks the game
+    card = ckpt.read_card(ckpt.resolve_checkpoint(path))
+    linears = [m for m in actor if isinstance(m, nn.Linear)]
+    shapes = [tuple(w.shape) for w, _ in policy.weights]
+    if (card["activation"] != config.ppo.activation or policy.adapt is not None
+            or shapes != [tuple(m.weight.shape) for m in linears]):
+        raise ValueError(f"selfplay.init_actor {path}: its actor has layers {shapes} with "
+                         f"{card['activation']} (net_arch {card.get('net_arch')}), this run's "
+                         f"{[tuple(m.weight.shape) for m in linears]} with "
+                         f"{config.ppo.activation}; set ppo.net_arch={card.get('net_arch')} and "
+                         f"ppo.activation={card['activation']} (and the checkpoint's env.rules)")
+    with torch.no_grad():
+        for linear, (w, b) in zip(linears, policy.weights):
+            linear.weight.copy_(torch.from_numpy(np.asarray(w, np.float32)))
+            linear.bias.copy_(torch.from_numpy(np.asarray(b, np.float32)))
+
+
 # ------------------------------------------------------------------------------- the update
 def update_dtype(setting: str) -> str:
     """`selfplay.update_dtype` resolved: "auto" is bfloat16 where the CPU multiplies bf16 in
@@ -229,7 +249,8 @@ def collector_kwargs(config: TrainConfig) -> dict:
     return {"pool_share": s.pool_share, "bots": dict(o.bots), "snapshot_weight": o.snapshot_weight,
             "max_snapshots": o.max_snapshots, "snapshot_greedy": o.snapshot_greedy,
             "privileged": s.privileged_critic, "win_bonus": s.win_bonus,
-            "episode": config.env.episode, "options": config.options()}
+            "episode": config.env.episode, "options": config.options(),
+            "one_learner_seat": s.one_learner_seat}
 
 
 def worker_seed(seed: int, worker: int) -> int:
@@ -454,6 +475,8 @@ class SelfPlayTrainer:
             self.critic.load_state_dict(state["critic"])
             self.optimizer.load_state_dict(state["optimizer"])  # iterate() sets each update's lr
             self.steps, self.updates = int(state["steps"]), int(state["updates"])
+        elif config.selfplay.init_actor:
+            load_actor(self.actor, config.selfplay.init_actor, config)
         self.snapshots = self.snapshots[-config.opponents.max_snapshots:]
         self.generator = torch.Generator().manual_seed(seed)
         s = config.selfplay
