@@ -42,6 +42,13 @@ rates, Student-t for the other means: `training.evaluation.stats`).
   choosing, if one was; the other workers are then stopped. Workers ignore SIGINT (the parent
   stops them on a Ctrl-C), are SIGKILLed by the kernel when the parent dies (Linux), and exit at
   the end of their pipe.
+* **variance reduction** — with `variance_reduction=CHECKPOINT` (CLI: `--variance-reduction
+  [CHECKPOINT]`, off by default) the result also holds `"variance_reduction"`: each policy's win
+  rate and round score, and the agent's differences, with the luck of the draws removed by
+  control variates from CHECKPOINT's value head, still unbiased, with their intervals and the
+  variance ratio (`training.evaluation.variance`, docs/variance-reduction.md). Each game is
+  replayed from its seed after it is played to value every tile each draw could have given;
+  the games played, and every other number of the result, are the same as without it.
 * **records** — with `record=FOLDER` every game is saved as its own game record
   (`cf_env.viz.record`, `deal<NNNN>-rot<k>.json`), which `python -m cf_env.viz.replay` replays: the deal's
   engine seed, every action, the result and the policy at each seat (`players`).
@@ -98,7 +105,7 @@ from cf_env.agents.arena import (
     describe_exception,
     user_interrupts,
 )
-from cf_env.agents.checkpoint import read_card
+from cf_env.agents.checkpoint import load_value_head, read_card
 from cf_env.agents.policies import Policy, load_policy, spec_checkpoint
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
@@ -120,6 +127,7 @@ from training.evaluation.stats import (
     metric_ci,
     openskill_ratings,
 )
+from training.evaluation.variance import DrawCorrector, corrected_estimates
 from training.processes import anonymous_memory, describe_exit, die_with_parent, receive_fd, send_fd
 
 # Re-exported: callers import these from here (the CLI's outputs, the error a policy raises).
@@ -224,7 +232,8 @@ def _play_block(job: tuple, where=None) -> list[dict]:
 
     `where` (a worker's shared slot, `_SLOT`) gets the deal and rotation being played and, from
     the arenas, the seat whose policy is choosing (-1: none)."""
-    items, config_dict, seed, block, start, stop, record = job
+    items, config_dict, seed, block, start, stop, record, *extra = job
+    value_path = extra[0] if extra else None  # variance reduction's value head (or None)
     if where is not None:
         where[0] = where[1] = where[2] = -1
     config = ChickenFootConfig.from_dict(config_dict)
@@ -233,6 +242,7 @@ def _play_block(job: tuple, where=None) -> list[dict]:
     labels = _unique_labels(items)
     policies = [_build(items[i], config, policy_seed(seed, block, j)) for j, i in enumerate(owners)]
     engine, encoder = Engine(config, seed=0), Encoder(config)
+    corrector = None if value_path is None else _corrector(value_path, config)
     views = [SeatView(encoder) for _ in range(n)]  # per seat, whoever sits there
     arenas = []  # one per rotation: the policies at their seats
     for rotation in range(n):
@@ -260,11 +270,29 @@ def _play_block(job: tuple, where=None) -> list[dict]:
             if record:  # what a game record needs beyond the deal's seed (cf_env.viz.record)
                 game["actions"] = engine_actions(engine)
                 game["players"] = list(arena.labels)
+            if corrector is not None:
+                game["actions_played"] = engine_actions(engine)
             games.append(game)
+        if corrector is not None:  # each seat's draw correction (training.evaluation.variance)
+            terms = corrector.deal_terms(engine_seed, [g.pop("actions_played") for g in games],
+                                         [g["scores"] for g in games])
+            for game, row in zip(games, terms.tolist()):
+                game["draw_terms"] = row
         results.append({"deal": deal, "engine_seed": engine_seed, "games": games})
     if where is not None:
         where[0] = where[1] = -1
     return results
+
+
+_CORRECTORS: dict[tuple[str, ChickenFootConfig], DrawCorrector] = {}
+
+
+def _corrector(value_path: str, config: ChickenFootConfig) -> DrawCorrector:
+    """The draw corrector of a value head for `config`, built once per process."""
+    key = (value_path, config)
+    if key not in _CORRECTORS:
+        _CORRECTORS[key] = DrawCorrector(config, load_value_head(value_path, config))
+    return _CORRECTORS[key]
 
 
 def _unique_labels(items: Sequence[PolicyItem]) -> list[str]:
@@ -470,7 +498,7 @@ def _collect(worker: _Worker, jobs: list[tuple], done: dict[int, list[dict]]) ->
 
 def _died(worker: _Worker, job: tuple) -> WorkerDiedError:
     worker.process.join(5)
-    items, config_dict, _, _, start, stop, _ = job
+    items, config_dict, _, _, start, stop, *_ = job
     deal, rotation, seat = (-1, -1, -1) if worker.where is None else tuple(worker.where)
     code = worker.process.exitcode
     how = describe_exit(code)
@@ -529,6 +557,7 @@ class EvaluationPlan:
     owners: tuple[int, ...]
     labels: tuple[str, ...]
     record: Path | None = None
+    variance_reduction: str | None = None  # a checkpoint whose value head gives the controls
 
 
 def plan_evaluation(
@@ -540,6 +569,7 @@ def plan_evaluation(
     single_round: bool = False,
     *,
     record: str | Path | None = None,
+    variance_reduction: str | os.PathLike | None = None,
 ) -> EvaluationPlan:
     """Check everything `evaluate` is given before a game is played (see `evaluate`).
 
@@ -574,9 +604,25 @@ def plan_evaluation(
                         f"policy factory {label!r} cannot be sent to worker processes ({err}); "
                         "use workers=1 or a module-level factory"
                     ) from err
+    value_path = None if variance_reduction is None else _check_value_head(variance_reduction, cfg)
     folder = None if record is None else prepare_record_folder(record)
     return EvaluationPlan(items, cfg, deals, seed, workers, bool(single_round), tuple(owners),
-                          tuple(labels), folder)
+                          tuple(labels), folder, value_path)
+
+
+def _check_value_head(path: str | os.PathLike, cfg: ChickenFootConfig) -> str:
+    """`path` as a string, once its value head loads for `cfg` (else `ValueError`)."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise ValueError(
+            "variance_reduction must be the path of a checkpoint with a value head (value.npz), "
+            f"e.g. 'checkpoints/selfplay-4p-d9'; got {path!r}"
+        )
+    path = str(path)
+    try:
+        DrawCorrector(cfg, load_value_head(path, cfg))
+    except ValueError as err:  # CheckpointError (a ValueError) included: it names the file
+        raise ValueError(f"variance reduction with the value head of {path!r}: {err}") from err
+    return path
 
 
 def prepare_record_folder(record: str | Path) -> Path:
@@ -620,6 +666,7 @@ def evaluate(
     single_round: bool = False,
     *,
     record: str | Path | None = None,
+    variance_reduction: str | os.PathLike | None = None,
 ) -> dict:
     """Evaluate `policies[0]` against `policies[1:]` over `deals` duplicate deals.
 
@@ -629,8 +676,15 @@ def evaluate(
     empty) that receives one game record per game (`cf_env.viz.record`, readable by
     `cf_env.viz.record.read_record` and `python -m cf_env.viz.replay`), named by `record_name`: the deal's
     engine seed, every action, the result and the policy at each seat.
+
+    `variance_reduction`, if given, is a checkpoint with a value head (`value.npz`, e.g.
+    "checkpoints/selfplay-4p-d9") for the table played: the result then also holds
+    `"variance_reduction"`, the win rates and round scores (and the agent's differences) with
+    the luck of the draws removed by control variates from that value head, still unbiased
+    (`training.evaluation.variance`); everything else is the same as without it.
     """
-    plan = plan_evaluation(policies, config, deals, seed, workers, single_round, record=record)
+    plan = plan_evaluation(policies, config, deals, seed, workers, single_round, record=record,
+                           variance_reduction=variance_reduction)
     return run_evaluation(plan, progress)
 
 
@@ -642,9 +696,11 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
     jobs = []
     for block, start in enumerate(range(0, deals, BLOCK_DEALS)):
         stop = min(start + BLOCK_DEALS, deals)
-        jobs.append((items, cfg.to_dict(), seed, block, start, stop, plan.record is not None))
+        job = (items, cfg.to_dict(), seed, block, start, stop, plan.record is not None)
+        jobs.append(job if plan.variance_reduction is None else (*job, plan.variance_reduction))
 
     per_deal = {m: np.zeros((deals, len(items))) for m in METRICS}
+    controls = np.zeros((deals, len(items)))  # each policy's draw correction per deal
     games_in_order: list[tuple[int, dict]] = []
     bar = _progress_bar(deals, progress)
     try:
@@ -661,6 +717,8 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
                             held[owner] += 1
                             for m in METRICS:
                                 sums[m][owner] += values[m][seat]
+                            if "draw_terms" in game:
+                                controls[d, owner] += game["draw_terms"][seat]
                         games_in_order.append((rotation, {**game, "rank": values["rank"]}))
                         if plan.record is not None:
                             write_record(
@@ -673,6 +731,7 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
                             )
                     for m in METRICS:
                         per_deal[m][d] = sums[m] / held
+                    controls[d] /= held
                 if bar is not None:
                     bar.update(len(block_results))
     finally:
@@ -694,7 +753,7 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
     ratings = openskill_ratings(labels, owners, games_in_order)
     for entry, rating in zip(result_policies, ratings):
         entry["rating"] = {k: rating[k] for k in ("mu", "sigma", "ordinal")}
-    return {
+    result = {
         "config": cfg.to_dict(),
         "seed": seed,
         "deals": deals,
@@ -716,6 +775,10 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
             "metrics": METRIC_DOCS,
         },
     }
+    if plan.variance_reduction is not None:
+        result["variance_reduction"] = corrected_estimates(
+            plan.variance_reduction, labels, per_deal, controls, n)
+    return result
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -868,6 +931,28 @@ def _headline(result: dict) -> str:
             f"(parity {1 / n:.0%})")
 
 
+def _corrected_headline(result: dict) -> str:
+    """The agent's variance-reduced win rate, and how many times fewer deals it needs."""
+    win = result["variance_reduction"]["policies"][0]["win_rate"]
+    return (f"variance-reduced: win rate {win['mean']:.1%} [{win['ci_low']:.1%}, "
+            f"{win['ci_high']:.1%}]; variance ratio {win['variance_ratio']:.2f} (the plain "
+            "estimate needs that many times the deals for this interval's half-width)")
+
+
+def _value_checkpoint(given: str | None, specs: list[str]) -> str | None:
+    """`--variance-reduction`'s checkpoint: the one given, or (given bare) the first spec's that
+    plays a checkpoint; `ValueError` when there is none."""
+    if given is None or given:
+        return given
+    for spec in specs:
+        path = spec_checkpoint(spec)
+        if path:
+            return path
+    raise ValueError("--variance-reduction without CHECKPOINT takes the value head of the first "
+                     "spec that plays a checkpoint, and none does; give --variance-reduction "
+                     "CHECKPOINT (one with a value head, e.g. checkpoints/selfplay-4p-d9)")
+
+
 def main(argv: list[str] | None = None) -> dict | list[dict]:
     """The command; returns the result dict, or one per lineup when there are several."""
     parser = argparse.ArgumentParser(
@@ -907,6 +992,12 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
                         help="save every game as a game record (cf_env.viz.record, for "
                         "python -m cf_env.viz.replay) in this new or empty folder (several lineups: "
                         "one subfolder each)")
+    parser.add_argument("--variance-reduction", nargs="?", const="", default=None,
+                        metavar="CHECKPOINT",
+                        help="also report win rates and round scores with the luck of the draws "
+                        "removed (unbiased control variates from a value head: "
+                        "docs/variance-reduction.md), using CHECKPOINT's value.npz; without "
+                        "CHECKPOINT, that of the first spec that plays a checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     limit_threads()
@@ -920,8 +1011,10 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
         outputs = _outputs(args.out, names, args.force)
         for paths in outputs:
             check_writable(paths)
+        value = _value_checkpoint(args.variance_reduction, [args.agent, *opponents])
         plans = [plan_evaluation(group, config, args.deals, seed=args.seed,
-                                 workers=args.workers, single_round=args.single_round)
+                                 workers=args.workers, single_round=args.single_round,
+                                 variance_reduction=value)
                  for group in groups]
         if args.record is not None:  # made last: a refused command leaves no folder
             folder = prepare_record_folder(args.record)
@@ -946,6 +1039,8 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
             print(f"## {plan.labels[0]} vs {', '.join(plan.labels[1:])}\n")
         print(table)
         print(_headline(result))
+        if "variance_reduction" in result:
+            print(_corrected_headline(result))
         print(f"{result['games']} games in {elapsed:.1f} s with {args.workers} worker(s); "
               f"wrote {', '.join(map(str, paths))}"
               + (f"; game records in {plan.record}/" if plan.record is not None else ""))
