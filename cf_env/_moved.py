@@ -21,9 +21,10 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import os
 import sys
 import warnings
+
+from cf_env.core.deprecation import warn_deprecated
 
 REMOVED_IN = "0.3.0"  # the chickenfoot release that drops every old path in MOVED
 
@@ -40,8 +41,6 @@ MOVED = {
     for name in names
 }
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))  # cf_env/
-
 
 def message(old: str, run: bool = False) -> str:
     """The warning for a use of the old path `old`: `import` (default) or `python -m` (`run`)."""
@@ -51,20 +50,6 @@ def message(old: str, run: bool = False) -> str:
                 f"be removed in chickenfoot {REMOVED_IN}")
     return (f"{old} is deprecated: import {new} instead; the old path will be removed in "
             f"chickenfoot {REMOVED_IN}")
-
-
-def _warn_import(old: str) -> None:
-    """Warn, naming the first line outside cf_env and importlib (the importing line): Python
-    shows a DeprecationWarning by default only when that line is in `__main__`."""
-    level, frame = 2, sys._getframe(1)  # level 2: _warn_import's caller, as warn() counts
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not ("importlib" in name and "_bootstrap" in name):  # warn() skips these itself
-            if not (name.startswith(_PACKAGE) or "importlib" in name):
-                break
-            level += 1
-        frame = frame.f_back
-    warnings.warn(message(old), DeprecationWarning, stacklevel=level)
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -77,7 +62,7 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         # Called once per alias: the import system then caches the module under the old name.
-        _warn_import(spec.name)
+        warn_deprecated(message(spec.name))
         module = importlib.import_module(MOVED[spec.name])
         spec.loader_state = module.__spec__  # the import system is about to stamp the alias's
         return module

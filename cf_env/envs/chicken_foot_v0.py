@@ -25,39 +25,23 @@ Migrating to v1: read `info["round_over"]` / `info["game_over"]` instead of test
 
 from __future__ import annotations
 
-import os
-import sys
-import warnings
-
 from pettingzoo.utils import wrappers
 
+from cf_env.core.deprecation import warn_deprecated
 from cf_env.envs import single_agent as _single
 from cf_env.envs.env import raw_env as _RawEnvV1
 
 _MESSAGE = (
     "cf_env.envs.chicken_foot_v0 is deprecated: its infos change keys between steps, which "
     "breaks libraries that build a spec from reset's infos (TorchRL). Use "
-    "cf_env.envs.chicken_foot_v1 "
-    "(cf_env.env(), pettingzoo id 'cf_env/chicken_foot-v1') or the gymnasium id "
-    "'cf_env/ChickenFoot-v1'; README 'Versions' says what changed and how to migrate"
+    "cf_env.envs.chicken_foot_v1 (cf_env.env(), pettingzoo id 'cf_env/chicken_foot-v1') or the "
+    "gymnasium id 'cf_env/ChickenFoot-v1'; the environment card's version history "
+    "(docs/environment.md) says what changed and how to migrate"
 )
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cf_env/
-
-
 def _deprecated() -> None:
-    """Warn, naming the first line outside cf_env and importlib: Python shows a
-    DeprecationWarning by default only when that line is in `__main__`, i.e. the user's script."""
-    level, frame = 2, sys._getframe(1)  # level 2: _deprecated's caller, as warn() counts
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not ("importlib" in name and "_bootstrap" in name):  # warn() skips these itself
-            if not (name.startswith(_PACKAGE) or "importlib" in name):
-                break
-            level += 1
-        frame = frame.f_back
-    warnings.warn(_MESSAGE, DeprecationWarning, stacklevel=level)
+    warn_deprecated(_MESSAGE)
 
 
 _deprecated()  # on import: the importing line
