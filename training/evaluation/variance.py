@@ -114,30 +114,39 @@ class DrawCorrector:
         self._engine = Engine(config, seed=0)
         self.draws = 0  # draws with more than one possible tile, corrected so far
 
+    def _after_draw(self, engine: Engine, caller: str) -> tuple[int, np.ndarray, np.ndarray]:
+        """The drawer, the possible tiles (the one drawn first, then the boneyard's in its
+        order) and every seat's real row (num_players, value inputs) after the draw."""
+        drawer, drawn = engine.current, engine.drawn_tile
+        if drawn < 0:
+            raise ValueError(f"{caller} needs an engine right after a DRAW (no tile was drawn)")
+        outcomes = np.array([drawn, *engine.boneyard], dtype=np.int64)
+        base = np.empty((self.config.num_players, self.width), dtype=np.float32)
+        for seat in range(self.config.num_players):
+            self.encoder.observe(engine, seat, out=base[seat, : self.obs_size])
+            self.encoder.privileged(engine, seat, out=base[seat, self.obs_size :])
+        return drawer, outcomes, base
+
+    def _holder_blocks(self, drawer: int) -> list[tuple[int, tuple[int, ...]]]:
+        """(seat, starts of its T-bit blocks) where seat sees the drawn tile in the drawer's
+        hand: the drawer's own hand and drawn tile; every other seat's privileged opponents'
+        hands, left neighbour first, the drawer (drawer - seat) mod n - 1 places along. The
+        boneyard's block, which every seat has, is apart."""
+        n, count = self.config.num_players, self.config.num_tiles
+        return [(drawer, (self._hand, self._drawn))] + [
+            (seat, (self._opponents + ((drawer - seat) % n - 1) * count,))
+            for seat in range(n) if seat != drawer]
+
     def outcome_rows(self, engine: Engine) -> np.ndarray:
         """Rows (K, num_players, value inputs) for an engine right after a DRAW: row [k, s] is
         seat s's observation and privileged vector had the k-th possible tile been drawn (k = 0:
         the tile drawn, then the boneyard's tiles in its order), as the engine would encode it."""
-        n, count = self.config.num_players, self.config.num_tiles
-        drawer, drawn = engine.current, engine.drawn_tile
-        if drawn < 0:
-            raise ValueError("outcome_rows needs an engine right after a DRAW (no tile was drawn)")
-        outcomes = np.array([drawn, *engine.boneyard], dtype=np.int64)
-        base = np.empty((n, self.width), dtype=np.float32)
-        for seat in range(n):
-            self.encoder.observe(engine, seat, out=base[seat, : self.obs_size])
-            self.encoder.privileged(engine, seat, out=base[seat, self.obs_size :])
+        drawer, outcomes, base = self._after_draw(engine, "outcome_rows")
+        drawn = outcomes[0]
         rows = np.repeat(base[None], outcomes.size, axis=0)
         k = np.arange(outcomes.size)
-        # The drawer's own view: the tile in its hand and as its drawn tile.
-        for start in (self._hand, self._drawn):
-            rows[:, drawer, start + drawn] = 0.0
-            rows[k, drawer, start + outcomes] = 1.0
-        # Every other seat sees the tile in the drawer's hand (its privileged opponents' hands,
-        # left neighbour first: the drawer is (drawer - seat) mod n - 1 places along).
-        for seat in range(n):
-            if seat != drawer:
-                start = self._opponents + ((drawer - seat) % n - 1) * count
+        for seat, starts in self._holder_blocks(drawer):  # the outcome's tile held, not drawn's
+            for start in starts:
                 rows[:, seat, start + drawn] = 0.0
                 rows[k, seat, start + outcomes] = 1.0
         # Everyone's privileged boneyard: the drawn tile is back in it, the outcome's is out.
@@ -150,15 +159,8 @@ class DrawCorrector:
         `outcome_rows(engine)` would build: each seat's row after the real draw goes through the
         layer once, and each other outcome adds the weight columns of its flipped bits (the
         same sums in another order: equal to the full product to float32 rounding)."""
-        n, count = self.config.num_players, self.config.num_tiles
-        drawer, drawn = engine.current, engine.drawn_tile
-        if drawn < 0:
-            raise ValueError("first_layer needs an engine right after a DRAW (no tile was drawn)")
-        outcomes = np.array([drawn, *engine.boneyard], dtype=np.int64)
-        base = np.empty((n, self.width), dtype=np.float32)
-        for seat in range(n):
-            self.encoder.observe(engine, seat, out=base[seat, : self.obs_size])
-            self.encoder.privileged(engine, seat, out=base[seat, self.obs_size :])
+        drawer, outcomes, base = self._after_draw(engine, "first_layer")
+        drawn = outcomes[0]
         weights, bias = self.value.layers[0]  # (inputs, hidden): rows of the transposed W0
         pre = np.repeat((base @ weights + bias)[None], outcomes.size, axis=0)
 
@@ -167,10 +169,8 @@ class DrawCorrector:
 
         back = -swap(self._boneyard)  # everyone's boneyard: the drawn tile in, the outcome's out
         pre += back[:, None, :]
-        pre[:, drawer] += swap(self._hand) + swap(self._drawn)
-        for seat in range(n):
-            if seat != drawer:
-                pre[:, seat] += swap(self._opponents + ((drawer - seat) % n - 1) * count)
+        for seat, starts in self._holder_blocks(drawer):
+            pre[:, seat] += sum(swap(start) for start in starts)
         return pre
 
     def outcome_values(self, pre: np.ndarray) -> np.ndarray:
