@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cf_env.core import kernel
+from cf_env.core import checks, kernel
 from cf_env.core import snapshot as snapshot_format
 from cf_env.core.actions import IllegalActionError, actions_in, describe
 from cf_env.core.config import ChickenFootConfig
@@ -449,9 +449,17 @@ class Engine:
         return list(map(sum, self.scores))
 
     def write_observation(self, seat: int, out: np.ndarray) -> None:
-        """Seat `seat`'s observation of a game in play into `out` (a C-contiguous float32 row of
-        the observation's size), written by the compiled core (`kernel.one_observe`): bit for
-        bit `Encoder.encode(engine, seat)`. `Encoder.observe` calls it."""
+        """Seat `seat`'s observation of a game in play into `out` (a C-contiguous writable
+        float32 array of shape (observation size,)), written by the compiled core
+        (`kernel.one_observe`): bit for bit `Encoder.encode(engine, seat)`. `Encoder.observe`
+        calls it. Raises `ValueError` naming the argument, `out` untouched, for a seat out of
+        range or any other `out` (the compiled code checks nothing)."""
+        size = self.game.observation_size
+        if not (type(seat) is int and 0 <= seat < self.config.num_players
+                and type(out) is np.ndarray and out.shape == (size,) and out.dtype == np.float32
+                and out.flags.c_contiguous and out.flags.writeable):
+            seat = checks.index(seat, "seat", self.config.num_players)
+            out = checks.array(out, "out", (size,), np.float32, writable=True)
         kernel.one_observe(self.game.buffer, self.game.table_buffer, seat, out)
 
     # ------------------------------------------------------------------ copies
@@ -488,6 +496,11 @@ class Engine:
         self.scores = [s[:] for s in other.scores]
         self.winners = other.winners[:]
         self.history = other.history[:]
+
+    def __copy__(self) -> Engine:
+        # A shallow copy would share the RNG (the copy's deals would move the original's) and
+        # the game buffer: a copy of a game is an independent game.
+        return self.clone()
 
     _BOUND = ("game", "_st", "_legal_bytes", "_held_bytes", "hands", "on_table", "played_by",
               "voids")
@@ -545,9 +558,25 @@ class Engine:
     def restore(self, snapshot: dict) -> None:
         """Continue from `snapshot`. Raises `SnapshotError` (state unchanged) if it is invalid."""
         p = snapshot_format.read(self.config, self.tables, snapshot)
-        # New buffers: views taken before the restore keep the old position.
-        self._bind(kernel.GameBuffer(self.config))
-        st, count = self._st, self._num_tiles
+        # The position goes into a new buffer, bound only once it is complete: a refused
+        # restore leaves the engine as it was, and views taken before a restore keep the old
+        # position.
+        game = kernel.GameBuffer(self.config)
+        try:
+            self._fill(game, p)
+        except (OverflowError, ValueError, IndexError) as err:  # read() bounds every value
+            raise SnapshotError(f"invalid snapshot: {err}") from err
+        self._bind(game)
+        self.arms, self.tip_arms, self._foot_arm = p.arms, p.tip_arms, p.foot_arm
+        self.scores, self.winners, self.history = p.scores, p.winners, p.history
+        self.between_rounds, self.deal_order, self.seed, self.rng = (
+            p.between_rounds, p.deal_order, p.seed, p.rng)
+        self._synthetic_arms = p.synthetic_arms
+        self._settle([])
+
+    def _fill(self, game: kernel.GameBuffer, p: snapshot_format.Position) -> None:
+        """Write position `p` into the undealt game buffer `game`."""
+        st, count = game.state, self._num_tiles
         for name in _SCALARS:
             getattr(st, name)[0] = getattr(p, name)
         st.game_over[0] = p.game_over
@@ -564,13 +593,7 @@ class Engine:
         st.rounds_played[0] = len(p.scores[0])
         st.held[0], st.on_table[0], st.played[0], st.voids[0] = (
             p.hands, p.on_table, p.played_by, p.voids)
-        kernel.one_sync(self.game.buffer, self.game.table_buffer)
-        self.arms, self.tip_arms, self._foot_arm = p.arms, p.tip_arms, p.foot_arm
-        self.scores, self.winners, self.history = p.scores, p.winners, p.history
-        self.between_rounds, self.deal_order, self.seed, self.rng = (
-            p.between_rounds, p.deal_order, p.seed, p.rng)
-        self._synthetic_arms = p.synthetic_arms
-        self._settle([])
+        kernel.one_sync(game.buffer, game.table_buffer)
 
 
 def _scalar(index: int) -> property:

@@ -115,6 +115,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from cf_env.core import checks
 from cf_env.core.actions import IllegalActionError, actions_in
 from cf_env.core.config import START_SEARCHES, TIE_BREAKS, ChickenFootConfig
 from cf_env.core.observation import (
@@ -838,12 +839,40 @@ def nth_bit(words, i, pick):
 
 
 @jit
-def batch_random_actions(legal_words, uniforms, out):
-    """For each game a uniformly random legal action: the int(u * k)-th of its k legal actions
-    in ascending order (u = uniforms[i]); -1 where none is legal."""
+def _random_actions(legal_words, uniforms, out):
+    """Unchecked kernel of `batch_random_actions`: the int(u * k)-th of each row's k legal
+    actions, the pick clamped into [0, k) so that no uniform can name an action outside the
+    row."""
     for i in range(legal_words.shape[0]):
         total = count_bits(legal_words, i)
-        out[i] = -1 if total == 0 else nth_bit(legal_words, i, int(uniforms[i] * total))
+        if total == 0:
+            out[i] = -1
+            continue
+        pick = int(uniforms[i] * total)
+        out[i] = nth_bit(legal_words, i, min(max(pick, 0), total - 1))
+
+
+def batch_random_actions(legal_words: np.ndarray, uniforms: np.ndarray,
+                         out: np.ndarray | None = None) -> np.ndarray:
+    """For each game a uniformly random legal action: the int(u * k)-th of its k legal actions
+    in ascending order (u = uniforms[i], in [0, 1)); -1 where none is legal. `legal_words` is
+    (N, W) uint64 (`KernelBatch.legal()`, `ChickenFootBatch.legal_words`), `uniforms` (N,)
+    float64, `out` an (N,) int64 array to write into (a new one when omitted); returns it.
+    Raises `ValueError` naming the argument when a shape, dtype or layout is not that, or a
+    uniform is not a finite number in [0, 1)."""
+    legal_words = checks.array(legal_words, "legal_words", np.shape(legal_words), np.uint64)
+    if legal_words.ndim != 2 or legal_words.shape[1] == 0:
+        raise ValueError(f"legal_words must be an (N, W) uint64 array, W >= 1; got shape "
+                         f"{legal_words.shape}")
+    n = legal_words.shape[0]
+    uniforms = checks.array(uniforms, "uniforms", (n,), np.float64)
+    if n and not (np.all(uniforms >= 0.0) and np.all(uniforms < 1.0)):  # NaN fails both
+        bad = uniforms[~((uniforms >= 0.0) & (uniforms < 1.0))]
+        raise ValueError(f"uniforms must be finite numbers in [0, 1); got {bad[:8].tolist()}")
+    out = np.empty(n, np.int64) if out is None else checks.array(out, "out", (n,), np.int64,
+                                                                 writable=True)
+    _random_actions(legal_words, uniforms, out)
+    return out
 
 
 # ---------------------------------------------------------------------------- observations
@@ -970,6 +999,12 @@ class KernelBatch:
     supplies each round's shuffle exactly as `Engine(config, seed=s)` draws it."""
 
     def __init__(self, config: ChickenFootConfig, num_games: int):
+        """`num_games` games of `config`, none started (`reset` them). Raises `ValueError`
+        before allocating anything when `num_games` is not an int in [1, max_games(config)]
+        (`cf_env.core.checks`: a memory cap)."""
+        if not isinstance(config, ChickenFootConfig):
+            raise ValueError(f"config must be a ChickenFootConfig; got {type(config).__name__}")
+        num_games = checks.num_games(num_games, config)
         self.config = config
         self.num_games = num_games
         self.tables = kernel_tables(config)
@@ -989,15 +1024,21 @@ class KernelBatch:
         self._ahead_pos = np.full(num_games, rounds, np.int64)  # rows used; = rounds: none left
 
     def reset(self, seeds, games=None) -> None:
-        """Start new games seeded `seeds` (one per game in `games`; all games by default)."""
-        games = np.arange(self.num_games) if games is None else np.asarray(games, dtype=np.int64)
+        """Start new games seeded `seeds` (one per game in `games`, distinct indices; all games
+        by default; each seed None or an int in [0, 2**128)). All or nothing: `ValueError`
+        naming the argument, and no game changed, when an index or a seed is not valid."""
+        games = (np.arange(self.num_games) if games is None
+                 else checks.indices(games, "games", self.num_games))
+        seeds = checks.seeds(seeds, len(games))
         count = self.config.num_tiles
         perms = np.empty((len(games), count), np.int32)
-        for j, (game, seed) in enumerate(zip(games.tolist(), seeds, strict=True)):
-            rng = np.random.default_rng(seed)
-            self.rngs[game] = rng
-            self._ahead[game] = rng.permuted(self._rows, axis=1)
-            perms[j] = self._ahead[game, 0]  # R3/R4: round 0's shuffle, as Engine.reset draws it
+        rngs = [np.random.default_rng(seed) for seed in seeds]
+        ahead = np.stack([rng.permuted(self._rows, axis=1) for rng in rngs]) if rngs else None
+        # Nothing below can fail: every game changes, or (above) none.
+        for j, game in enumerate(games.tolist()):
+            self.rngs[game] = rngs[j]
+            self._ahead[game] = ahead[j]
+            perms[j] = ahead[j, 0]  # R3/R4: round 0's shuffle, as Engine.reset draws it
         self._ahead_pos[games] = 1
         batch_reset(self.state, self.tables, games, perms)
         self.refill()
@@ -1020,42 +1061,25 @@ class KernelBatch:
     def load(self, game: int, engine) -> None:
         """Make game `game` the position `engine` (an `Engine` of the same config, a round in
         play or a finished game) is in, its later rounds dealt by a copy of the engine's RNG:
-        scenario tests build a position once (tests/positions.py) and play it in both."""
-        st, cfg = self.state, self.config
-        if engine.config != cfg:
+        scenario tests build a position once (tests/positions.py) and play it in both. All or
+        nothing: `ValueError`, no game changed, for a bad index, another config, or an engine
+        stopped between rounds."""
+        from cf_env.core.engine import Engine  # the engine is built over this module
+
+        game = checks.index(game, "game", self.num_games)
+        if not isinstance(engine, Engine):
+            raise ValueError(f"load: engine must be an Engine; got {type(engine).__name__}")
+        if engine.config != self.config:
             raise ValueError("load: the engine's config differs from the batch's")
-        width = num_words(cfg)
-        for seat in range(cfg.num_players):
-            st.hands[game, seat] = _words(engine.hand_bits(seat), width)
-            tiles = engine.hand(seat)
-            st.hand_count[game, seat] = len(tiles)
-            st.hand_points[game, seat] = int(self.tables.points[tiles].sum())
-            rounds = engine.scores[seat]
-            st.totals[game, seat] = sum(rounds)
-            st.zero_rounds[game, seat] = rounds.count(0)
-            st.min_nonzero[game, seat] = min((r for r in rounds if r), default=NO_ROUND)
-            st.round_points[game, seat] = rounds[-1] if rounds else 0
-            st.winners[game, seat] = seat in engine.winners
-        st.open_count[game] = engine.open_count
-        st.on_table[game] = engine.on_table
-        st.played[game] = engine.played_by
-        st.voids[game] = engine.voids
-        st.open_attach[game] = 0
-        for value, count in enumerate(engine.open_count):
-            if count:
-                st.open_attach[game] |= self.tables.attach_bits[value]
-        bone = list(reversed(engine.boneyard))  # the engine draws from its list's end
-        count = cfg.num_tiles
-        st.bone_pos[game] = count - len(bone)
-        st.boneyard[game] = -1
-        st.boneyard[game, count - len(bone):] = bone
-        for name in ("spinner_empty", "center", "foot_value", "toes_left", "drawn_tile",
-                     "current", "start_seat", "round", "game_over"):
-            getattr(st, name)[game] = getattr(engine, name)
-        st.rounds_played[game] = len(engine.scores[0])
-        st.round_ended[game] = False
+        if engine.between_rounds:
+            raise ValueError("load: the engine is between rounds; deal_next() first")
+        one = engine.game.state  # the engine's game is a batch of one in the same layout
         rng = np.random.default_rng()
         rng.bit_generator.state = engine.rng.bit_generator.state
+        for name, source in zip(KernelState._fields, one, strict=True):
+            getattr(self.state, name)[game] = source[0]
+        st = self.state
+        st.round_ended[game] = False
         self.rngs[game] = rng
         self._ahead_pos[game] = self._rows.shape[0]  # draw the next shuffles from the copy
         st.need_perm[game] = True
@@ -1115,12 +1139,12 @@ class KernelBatch:
         if actions.shape != (self.num_games,) or actions.dtype.kind not in "iu":
             raise ValueError(f"actions must be an integer array of shape ({self.num_games},); "
                              f"got {actions.dtype} {actions.shape}")
-        actions = actions.astype(np.int64, copy=False)
+        given, actions = actions, _as_action_ids(actions)
         game = batch_first_illegal(self.state, self.tables, actions)
         if game >= 0:
             batch_legal(self.state, self.tables, self.legal_words)
             legal = actions_in(words_to_int(self.legal_words[game]))
-            raise IllegalActionError(f"game {game}: action {int(actions[game])} is not legal for "
+            raise IllegalActionError(f"game {game}: action {int(given[game])} is not legal for "
                                      f"seat {int(self.state.current[game])}; legal: {legal}; no "
                                      "game of the batch was changed")
         batch_step(self.state, self.tables, actions)
@@ -1136,12 +1160,8 @@ class KernelBatch:
                 or actions.dtype.kind not in "iu"):
             raise ValueError("games and actions must be integer arrays of one shape (k,); got "
                              f"{games.dtype} {games.shape} and {actions.dtype} {actions.shape}")
-        games = games.astype(np.int64, copy=False)
-        if games.size and (games.min() < 0 or games.max() >= self.num_games
-                           or np.unique(games).size != games.size):
-            raise ValueError(f"games must be distinct indices in [0, {self.num_games}); got "
-                             f"{games.tolist()}")
-        actions = actions.astype(np.int64, copy=False)
+        games = checks.indices(games, "games", self.num_games)
+        given, actions = actions, _as_action_ids(actions)
         j = games_first_illegal(self.state, self.tables, games, actions)
         if j >= 0:
             game = int(games[j])
@@ -1150,7 +1170,7 @@ class KernelBatch:
                                          "the batch was changed")
             batch_legal(self.state, self.tables, self.legal_words)
             legal = actions_in(words_to_int(self.legal_words[game]))
-            raise IllegalActionError(f"game {game}: action {int(actions[j])} is not legal for "
+            raise IllegalActionError(f"game {game}: action {int(given[j])} is not legal for "
                                      f"seat {int(self.state.current[game])}; legal: {legal}; no "
                                      "game of the batch was changed")
         games_step(self.state, self.tables, games, actions)
@@ -1165,13 +1185,16 @@ class KernelBatch:
 
 def _rows_out(out: np.ndarray | None, own: np.ndarray) -> np.ndarray:
     """Where `KernelBatch.observe`/`privileged` write: `own` (the batch's buffer), or `out` if it
-    is a C-contiguous float32 array of `own`'s shape (else `ValueError`)."""
-    if out is None:
-        return own
-    if out.shape != own.shape or out.dtype != np.float32 or not out.flags.c_contiguous:
-        raise ValueError(f"out must be a C-contiguous float32 array of shape {own.shape}; got "
-                         f"{out.dtype} {out.shape}")
-    return out
+    is a C-contiguous writable float32 array of `own`'s shape (else `ValueError`)."""
+    return own if out is None else checks.array(out, "out", own.shape, np.float32, writable=True)
+
+
+def _as_action_ids(actions: np.ndarray) -> np.ndarray:
+    """Integer actions as int64 for the kernel, any value past the largest action id (a uint64
+    above 2**63 included, which a cast would wrap to a negative id) mapped to -1: illegal."""
+    if actions.dtype == np.uint64:
+        return np.where(actions > np.uint64(2**62), -1, actions).astype(np.int64)
+    return actions.astype(np.int64, copy=False)
 
 
 # ---------------------------------------------------------------------------- one game, packed
@@ -1207,11 +1230,12 @@ class GameBuffer:
     `table_buffer`, shared by every game of the config. `state`, `legal_words` and `tables` are
     numpy views over the buffers. Copying `buffer` copies the whole game."""
 
-    __slots__ = ("buffer", "legal_words", "state", "table_buffer", "tables")
+    __slots__ = ("buffer", "legal_words", "observation_size", "state", "table_buffer", "tables")
 
     def __init__(self, config: ChickenFootConfig, copy_of: GameBuffer | None = None):
         """A game not yet dealt (deal it with `one_new_game`), or a copy of `copy_of`'s."""
-        self.table_buffer, self.tables, template, specs = _game_layout(config)
+        self.table_buffer, self.tables, template, specs, self.observation_size = (
+            _game_layout(config))
         self.buffer = (template if copy_of is None else copy_of.buffer).copy()
         views = [self.buffer[self.buffer[k] : self.buffer[k] + words].view(dtype)[:size]
                  .reshape(shape) for k, (dtype, shape, size, words) in enumerate(specs)]
@@ -1229,7 +1253,8 @@ def _game_layout(config: ChickenFootConfig):
               np.zeros(1, np.int32)]
     template, _ = _pack(arrays)
     specs = [(a.dtype, a.shape, a.size, (a.nbytes + 7) // 8) for a in arrays]
-    return table_buffer, KernelTables(*tables[: len(KernelTables._fields)]), template, specs
+    return (table_buffer, KernelTables(*tables[: len(KernelTables._fields)]), template, specs,
+            ob.size)
 
 
 @inline_jit

@@ -21,6 +21,7 @@ from operator import truediv
 
 import numpy as np
 
+from cf_env.core import checks
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.tiles import tile_tables
 
@@ -140,7 +141,18 @@ class Encoder:
         `out` (a float32 row of the observation's size, e.g. a trainer's batch buffer) and `out`
         returned. An `Engine` with its game in play writes it in compiled code
         (`Engine.write_observation`); anything else with the engine's fields (a finished game, a
-        stand-in) gets `encode`, which says the same in numpy."""
+        stand-in) gets `encode`, which says the same in numpy. Raises `ValueError`, nothing
+        written, for a seat out of range or an `out` that is not a writable float array of
+        shape (observation size,)."""
+        if not (type(seat) is int and 0 <= seat < self.config.num_players):
+            seat = checks.index(seat, "seat", self.config.num_players)
+        if out is not None and not (type(out) is np.ndarray and out.shape == (self.layout.size,)
+                                    and out.dtype.kind == "f" and out.flags.writeable):
+            raise ValueError(
+                f"out must be a writable float numpy array of shape ({self.layout.size},); got "
+                + (f"{out.dtype} of shape {out.shape}" + ("" if out.flags.writeable else
+                                                          " (read-only)")
+                   if isinstance(out, np.ndarray) else type(out).__name__))
         write = getattr(engine, "write_observation", None)
         if write is not None and engine.config is not self._seen_config:
             # The compiled form writes the engine's own config's layout: the encoder's only if

@@ -114,7 +114,7 @@ def read(config: ChickenFootConfig, tables: TileTables, snap: dict) -> Position:
         _load(position, snap)
     except SnapshotError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError) as err:
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
         raise SnapshotError(f"invalid snapshot: {err!r}") from err
     return position
 
@@ -358,6 +358,7 @@ def _load_scores(position: Position, snap: dict) -> None:
             f"{cfg.num_rounds - 1} (R4)"
         )
     played = rnd + 1 if position.game_over else rnd
+    most = max_round_points(cfg, position.tables)
     for s, rows in enumerate(scores):
         if not isinstance(rows, list):
             raise SnapshotError(f"scores[{s}] must list {played} finished round(s); got {rows!r}")
@@ -369,8 +370,11 @@ def _load_scores(position: Position, snap: dict) -> None:
                 )
         elif len(rows) != played:
             raise SnapshotError(f"scores[{s}] must list {played} finished round(s); got {rows!r}")
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in rows):
-            raise SnapshotError(f"scores[{s}] must hold non-negative ints; got {rows!r}")
+        if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= most
+                   for x in rows):
+            raise SnapshotError(
+                f"scores[{s}] must hold ints in 0..{most} (R12: a round scores at most the "
+                f"points of every tile but the start double); got {rows!r}")
     position.scores = [list(rows) for rows in scores]
     if cfg.target_score is not None:
         _check_target(position)
@@ -404,8 +408,11 @@ def _load_knowledge(position: Position, snap: dict, start: int) -> None:
             isinstance(h, list)
             and len(h) == 3
             and all(isinstance(x, int) and not isinstance(x, bool) for x in h)
+            and 0 <= h[0] < cfg.num_rounds and 0 <= h[1] < n and 0 <= h[2] < cfg.num_actions
         ):
-            raise SnapshotError(f"history entries are [round, seat, action]; got {h!r}")
+            raise SnapshotError(
+                f"history entries are [round 0..{cfg.num_rounds - 1}, seat 0..{n - 1}, action "
+                f"0..{cfg.num_actions - 1}]; got {h!r}")
     position.history = [tuple(h) for h in snap.get("history", [])]
     position.deal_order = None  # a snapshot does not say how its round was shuffled
     seed = snap.get("seed")
@@ -414,10 +421,40 @@ def _load_knowledge(position: Position, snap: dict, start: int) -> None:
     position.seed = seed
     position.rng = np.random.default_rng()
     if "rng" in snap:
+        _check_rng_state(snap["rng"])
         try:
             position.rng.bit_generator.state = snap["rng"]
-        except (TypeError, ValueError, KeyError) as err:
+        except (TypeError, ValueError, KeyError, OverflowError) as err:
             raise SnapshotError(f"rng state is not a valid {type(position.rng.bit_generator).__name__} state") from err
+
+
+def _check_rng_state(state: object) -> None:
+    """The engine's RNG state as `Generator.bit_generator.state` gives it for PCG64: 128-bit
+    state and increment, a 32-bit buffered value."""
+    rng_fields = {"bit_generator", "state", "has_uint32", "uinteger"}
+    ok = (
+        isinstance(state, dict) and set(state) == rng_fields
+        and state["bit_generator"] == "PCG64"
+        and isinstance(state["state"], dict) and set(state["state"]) == {"state", "inc"}
+        and all(_int_in(v, 2**128) for v in state["state"].values())
+        and _int_in(state["has_uint32"], 2) and _int_in(state["uinteger"], 2**32)
+    )
+    if not ok:
+        raise SnapshotError(
+            "rng must be a PCG64 state {'bit_generator': 'PCG64', 'state': {'state': s, 'inc': i}"
+            ", 'has_uint32': 0 or 1, 'uinteger': u} with s, i in [0, 2**128) and u in "
+            f"[0, 2**32); got {state!r}"[:400])
+
+
+def _int_in(value: object, stop: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < stop
+
+
+def max_round_points(config: ChickenFootConfig, tables: TileTables) -> int:
+    """The most points one seat can score in a round (R12): every tile but the start double,
+    whose points are at least the cheapest double's."""
+    points = tables.points(config.double_blank_value)
+    return int(points.sum() - points[tables.double_id].min())
 
 
 def _check_target(position: Position) -> None:
@@ -522,10 +559,12 @@ def _load_arms(position: Position, arms: list, foot_arm: int, start: int, table:
             raise SnapshotError(f"arm {index}: parent {parent!r} is not an earlier closed foot arm")
         arm = Arm(parent)
         expected = anchor
+        if not isinstance(spec["tiles"], list):
+            raise SnapshotError(f"arm {index}: tiles must be a list; got {spec['tiles']!r}")
         for pair in spec["tiles"]:
-            if not isinstance(pair, list) or len(pair) != 2 or pair[0] != expected:
+            t = _tile(position, pair, f"arm {index}")
+            if pair[0] != expected:
                 raise SnapshotError(f"arm {index}: tile {pair!r} does not match open end {expected}")
-            t = int(tables.tile_id[pair[0], pair[1]])
             if t in placed or t == start:
                 raise SnapshotError(f"arm {index}: tile {pair} is placed twice")
             placed.add(t)
