@@ -62,6 +62,7 @@ from numba import literal_unroll, njit
 from numba.extending import overload
 
 from cf_env.agents.kernel_bots import next_uniform
+from cf_env.core import checks
 from cf_env.core.engine import IllegalActionError
 from cf_env.core.kernel import (
     ONE,
@@ -630,11 +631,15 @@ class KernelSearch:
             prior: np.ndarray | None, puct: float, points_scale: float) -> None:
         """`count` iterations, each on a deal from `deals`; rule = (value, follow, weight) as
         `rule_tables` gives them, rng the (1,) uint64 splitmix64 state of the search's draws."""
+        count = checks.index(count, "count", 2**31)
+        value, follow, weight = _checked_rule(rule, self.config)
+        rng = checks.array(rng, "rng", (1,), np.uint64, writable=True)
+        if prior is not None:
+            prior = checks.array(prior, "prior", (self.config.num_actions,), np.float64)
         if self.deals.shape[0] < count:
             self.deals = np.zeros((count, self.deals.shape[1]), np.int32)
         deals.fill(self.deals, count)
         self.tree = tree = grown(self.tree, int(self.tree.size[0]) + count)
-        value, follow, weight = rule
         use_prior = prior is not None
         search(self.batch.state, self.tables, ROOT, WORK, self.deals, count, tree, rng, value,
                follow, weight, exploration, use_prior, prior if use_prior else value, puct,
@@ -648,6 +653,16 @@ def play_round(batch: KernelBatch, game: int, work: int, rule, rng: np.ndarray,
     `first` first, with `search_tables` (the work slot's game ends there: no next round is dealt);
     game `game` is unchanged. Raises ValueError when no round is in play and
     `IllegalActionError` when `first` is not legal."""
+    if not isinstance(batch, KernelBatch):
+        raise ValueError(f"play_round: batch must be a KernelBatch; got {type(batch).__name__}")
+    game = checks.index(game, "play_round: game", batch.num_games)
+    work = checks.index(work, "play_round: work", batch.num_games)
+    if work == game:
+        raise ValueError(f"play_round: work must be another slot than game ({game})")
+    value, follow, weight = _checked_rule(rule, batch.config)
+    rng = checks.array(rng, "play_round: rng", (1,), np.uint64, writable=True)
+    if not checks.is_int(first):
+        raise ValueError(f"play_round: first must be an int action id or -1; got {first!r}")
     state = batch.state
     if state.game_over[game]:
         raise ValueError("play_round: no round is in play (the game is over)")
@@ -658,6 +673,19 @@ def play_round(batch: KernelBatch, game: int, work: int, rule, rng: np.ndarray,
     copy_game(state, game, work)
     moves = np.zeros((max_moves(batch.config), 2), np.int32)
     legal = np.zeros((batch.num_games, num_words(batch.config)), np.uint64)
-    value, follow, weight = rule
     count = playout(state, tables, work, value, follow, weight, rng, first, legal, moves)
     return state.round_points[work].tolist(), [tuple(m) for m in moves[:count].tolist()]
+
+
+def _checked_rule(rule, config) -> tuple[np.ndarray, np.ndarray, float]:
+    """`rule` as (value (A,) float64, follow (A, W) uint64, weight) for the compiled rollouts,
+    else `ValueError` naming the part (A actions, W words of `config`)."""
+    if not isinstance(rule, tuple) or len(rule) != 3:
+        raise ValueError("rule must be a tuple (value, follow, weight) as rule_tables gives it")
+    value, follow, weight = rule
+    actions = config.num_actions
+    value = checks.array(value, "rule value", (actions,), np.float64)
+    follow = checks.array(follow, "rule follow", (actions, num_words(config)), np.uint64)
+    if not isinstance(weight, (int, float, np.floating, np.integer)) or not np.isfinite(weight):
+        raise ValueError(f"rule weight must be a finite number; got {weight!r}")
+    return value, follow, float(weight)
