@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test test-rllib lint clean docs-check docs
+.PHONY: run test test-boundscheck test-rllib lint clean docs-check docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,17 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -n 2
+
+# The compiled core again with numba's bounds checks on, compiled afresh into an empty cache: an
+# out-of-range index in compiled code fails a test (IndexError) instead of corrupting memory.
+# The kernel differential, the batched drivers and envs, the compiled bots and search, the fuzzers.
+BOUNDSCHECK_TESTS ?= tests/core/test_kernel.py tests/core/test_kernel_observation.py \
+	tests/core/test_kernel_privileged.py tests/core/test_compiled_boundary.py \
+	tests/core/test_fuzz.py tests/core/test_playout.py tests/envs/test_batch.py \
+	tests/envs/test_vector_env.py tests/agents/test_kernel_bots.py tests/agents/test_ismcts.py
+test-boundscheck: $(VENV)/.installed
+	cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && \
+	  NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR="$$cache" $(PY) -m pytest -q -n 2 -p no:cacheprovider $(BOUNDSCHECK_TESTS)
 
 # Ray pins an older gymnasium, so the RLlib tests get a venv of their own (CI runs both).
 RLLIB_VENV ?= .venv-rllib

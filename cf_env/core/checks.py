@@ -71,7 +71,8 @@ def indices(values: object, name: str, stop: int, *, distinct: bool = True) -> n
 def seeds(values: object, count: int, name: str = "seeds") -> list[int | None]:
     """`values` as `count` seeds, each None or an int in [0, 2**128), else `ValueError`."""
     if is_int(values) or values is None or isinstance(values, (str, bytes)) \
-            or not isinstance(values, (Sequence, np.ndarray)):
+            or not isinstance(values, (Sequence, np.ndarray)) \
+            or (isinstance(values, np.ndarray) and values.ndim != 1):
         raise ValueError(f"{name} must be a sequence of {count} ints in [0, 2**128) (or None); "
                          f"got {values!r}")
     out = list(values)

@@ -277,3 +277,15 @@ def test_a_shallow_copy_of_an_engine_is_an_independent_game():
     assert engine.rng.bit_generator.state == rng_before
     assert np.array_equal(engine.game.buffer, buffer_before)
     assert other.history != engine.history
+
+
+# ---------------------------------------------------------------------------- the fuzzer
+def test_the_boundary_fuzzer_finds_no_fault_and_no_signal():
+    # In a child process, so that a segfault is seen as a signal instead of killing the tests.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "cf_env.tools.fuzz_boundary", "--calls", "3000",
+                           "--seed", "11"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3,000 calls" in done.stdout and ": 0 faults" in done.stdout
