@@ -24,7 +24,7 @@ import numpy as np
 # out-of-memory killer.
 MAX_BATCH_BYTES = 4 * 2**30
 # What one `numpy.random.Generator` (PCG64) holds beside the arrays, measured with tracemalloc
-# (numpy 2.x: about 1.1 KB); rounded up.
+# (numpy 2.x: about 0.9 KB); rounded up.
 GENERATOR_BYTES = 2048
 # What a seed may be: `numpy.random.default_rng` takes any non-negative int; bounded so that a
 # seed is a plain 128-bit value (numpy's SeedSequence entropy), like every seed we write.

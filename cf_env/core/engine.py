@@ -40,6 +40,8 @@ from cf_env.core.scoring import r13_key as r13_key  # (its old home: importable 
 from cf_env.core.snapshot import SNAPSHOT_KEYS, SNAPSHOT_VERSION, SNAPSHOT_VERSIONS, SnapshotError
 from cf_env.core.tiles import TileTables, tile_ids, tile_tables
 
+_FLOAT32 = np.dtype(np.float32)
+
 # The state's scalar fields, read as attributes of the engine (a game of one: index 0).
 _SCALARS = ("current", "round", "center", "start_seat", "drawn_tile", "foot_value", "toes_left",
             "spinner_empty")
@@ -49,8 +51,8 @@ class Engine:
     """A whole game: deal, play, score every round; R13 decides the winners."""
 
     __slots__ = (
-        "_draw_action", "_foot_arm", "_legal", "_legal_bytes", "_held_bytes", "_num_tiles",
-        "_st", "_synthetic_arms", "arms", "auto_deal", "between_rounds", "config", "deal_order",
+        "_draw_action", "_foot_arm", "_legal", "_legal_bytes", "_held_bytes", "_num_players",
+        "_num_tiles", "_row_shape", "_st", "_synthetic_arms", "arms", "auto_deal", "between_rounds", "config", "deal_order",
         "game", "hands", "history", "on_table", "played_by", "points", "rng", "scores", "seed",
         "skip_forced", "tables", "tip_arms", "voids", "winners",
     )
@@ -77,12 +79,14 @@ class Engine:
         self.points = self.tables.points(self.config.double_blank_value)
         self._draw_action = self.config.draw_action
         self._num_tiles = self.config.num_tiles
+        self._num_players = self.config.num_players
         self._bind(kernel.GameBuffer(self.config))
         self.reset(seed)
 
     def _bind(self, game: kernel.GameBuffer) -> None:
         """Hold `game` and the views of it that the engine reads and writes."""
         self.game, self._st = game, game.state
+        self._row_shape = (game.observation_size,)  # what write_observation writes
         self._legal_bytes = memoryview(game.legal_words.view(np.uint8).reshape(-1))
         self._held_bytes = memoryview(game.state.held.view(np.uint8).reshape(-1))
         self.hands = _readonly(game.state.held[0])
@@ -454,12 +458,10 @@ class Engine:
         (`kernel.one_observe`): bit for bit `Encoder.encode(engine, seat)`. `Encoder.observe`
         calls it. Raises `ValueError` naming the argument, `out` untouched, for a seat out of
         range or any other `out` (the compiled code checks nothing)."""
-        size = self.game.observation_size
-        if not (type(seat) is int and 0 <= seat < self.config.num_players
-                and type(out) is np.ndarray and out.shape == (size,) and out.dtype == np.float32
-                and out.flags.c_contiguous and out.flags.writeable):
-            seat = checks.index(seat, "seat", self.config.num_players)
-            out = checks.array(out, "out", (size,), np.float32, writable=True)
+        if not (type(seat) is int and 0 <= seat < self._num_players and type(out) is np.ndarray
+                and out.shape == self._row_shape and out.dtype == _FLOAT32 and out.flags.carray):
+            seat = checks.index(seat, "seat", self._num_players)
+            out = checks.array(out, "out", self._row_shape, np.float32, writable=True)
         kernel.one_observe(self.game.buffer, self.game.table_buffer, seat, out)
 
     # ------------------------------------------------------------------ copies
@@ -518,6 +520,7 @@ class Engine:
         buffer = state.pop("buffer")
         for name, value in state.items():
             setattr(self, name, value)
+        self._num_players = self.config.num_players  # (pickles older than the field)
         self._bind(kernel.GameBuffer(self.config))
         self.game.buffer[:] = buffer
         self._legal = state.get("_legal")
