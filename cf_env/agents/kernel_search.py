@@ -663,6 +663,10 @@ def play_round(batch: KernelBatch, game: int, work: int, rule, rng: np.ndarray,
     rng = checks.array(rng, "play_round: rng", (1,), np.uint64, writable=True)
     if not checks.is_int(first):
         raise ValueError(f"play_round: first must be an int action id or -1; got {first!r}")
+    first = int(first)
+    if not -1 <= first < batch.config.num_actions:
+        raise IllegalActionError(f"play_round: action {first} is not legal: first must be -1 "
+                                 f"or an action id in 0..{batch.config.num_actions - 1}")
     state = batch.state
     if state.game_over[game]:
         raise ValueError("play_round: no round is in play (the game is over)")

@@ -265,6 +265,10 @@ def test_play_round_refuses_slots_and_streams_it_cannot_use():
         assert same(before, batch_state(batch))
     with pytest.raises(ValueError, match="rule value"):
         play_round(batch, 0, 1, (rule[0][:3], rule[1], 0.0), np.zeros(1, np.uint64))
+    for first in (2**64 - 1, np.uint64(2**64 - 1), CFG.num_actions, -2):
+        with pytest.raises(IllegalActionError, match="first must be -1 or an action id"):
+            play_round(batch, 0, 1, rule, np.zeros(1, np.uint64), first)
+    assert same(before, batch_state(batch))
 
 
 # ---------------------------------------------------------------------------- copies
