@@ -2,8 +2,7 @@
 
 Every module under `cf_env/` and `training/` is parsed (not imported); every import in it counts,
 at module level or inside a function (a lazy import is still a dependency), absolute or relative,
-`importlib.import_module("literal")` too. The old flat paths of `cf_env._moved` are resolved to
-the modules they name. The layers, lowest first (what each may import; derived from the code as
+`importlib.import_module("literal")` too. The layers, lowest first (what each may import; derived from the code as
 it stands, where adapters offer `render()` and the single-agent env's opponents are agents):
 
     cf_env.core      rules, state, encodings          numpy, numba and the standard library only
@@ -11,7 +10,7 @@ it stands, where adapters offer `render()` and the single-agent env's opponents 
     cf_env.viz       text, pictures, records, replay  + core, agents
     cf_env.envs      PettingZoo/Gymnasium/OpenSpiel   + core, agents, viz (and their libraries)
     cf_env.tools     command-line programs            + every layer above
-    cf_env           the package facade (`cf_env/__init__.py`, `_moved`): anything in cf_env
+    cf_env           the package facade (`cf_env/__init__.py`): anything in cf_env
     training         trainers (outside the package)   + cf_env; cf_env never imports training
 
 A module may import its own layer (siblings), never a higher one; no two modules may reach
@@ -26,12 +25,9 @@ import ast
 import subprocess
 import sys
 import textwrap
-import warnings
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("cf_env", "training")
@@ -43,7 +39,7 @@ LAYERS = {
     "cf_env.viz": 2,
     "cf_env.envs": 3,
     "cf_env.tools": 4,
-    "cf_env": 5,  # the facade: cf_env/__init__.py and cf_env/_moved.py
+    "cf_env": 5,  # the facade: cf_env/__init__.py
     "training": 6,
 }
 CORE_EXTERNAL = {"numpy", "numba"}  # beside the standard library
@@ -67,21 +63,6 @@ def modules_under(root: Path) -> dict[str, Path]:
                 parts.pop()
             found[".".join(parts)] = path
     return found
-
-
-def _moved_aliases(root: Path) -> dict[str, str]:
-    """cf_env._moved's table of old flat paths, read from its source (not imported)."""
-    path = root / "cf_env" / "_moved.py"
-    if not path.exists():
-        return {}
-    namespace: dict = {}
-    tree = ast.parse(path.read_text())
-    for node in tree.body:  # the MOVED assignment alone, evaluated on its own
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "MOVED" for t in node.targets
-        ):
-            exec(compile(ast.Module([node], []), str(path), "exec"), namespace)
-    return namespace.get("MOVED", {})
 
 
 def _type_checking_only(tree: ast.AST) -> set[int]:
@@ -136,12 +117,10 @@ def import_graph(root: Path, runtime_only: bool = False):
     """(modules, edges, external): edges[m] = {project module imported by m: first line}, and
     (module, external top-level package, line) for each import outside the project."""
     modules = modules_under(root)
-    aliases = _moved_aliases(root)
     edges: dict[str, dict[str, int]] = defaultdict(dict)
     external = []
     for name, path in modules.items():
         for target, line in imports_of(name, path, modules, runtime_only):
-            target = aliases.get(target, target)
             if target.split(".")[0] in PACKAGES:
                 while target not in modules and "." in target:  # a name inside a module
                     target = target.rpartition(".")[0]
@@ -171,22 +150,15 @@ def core_violations(root: Path) -> list[str]:
 
 
 def layer_violations(root: Path) -> list[str]:
-    """(b), (c) and old paths: every import goes to the module's own layer or a lower one (so
-    cf_env never imports training), and by the new path, not an old flat alias."""
-    modules, edges, _ = import_graph(root)
-    aliases = _moved_aliases(root)
+    """(b), (c): every import goes to the module's own layer or a lower one (so cf_env never
+    imports training)."""
+    _, edges, _ = import_graph(root)
     bad = [
         f"{m}:{line} ({layer(m)}) imports {t} ({layer(t)})"
         for m, targets in edges.items()
         for t, line in targets.items()
         if LAYERS[layer(t)] > LAYERS[layer(m)]
     ]
-    for name, path in modules.items():
-        bad += [
-            f"{name}:{line} imports the old path {t} (now {aliases[t]})"
-            for t, line in imports_of(name, path, modules)
-            if t in aliases and not name.startswith("cf_env._moved")
-        ]
     return sorted(bad)
 
 
@@ -278,7 +250,7 @@ def test_every_module_has_a_layer():
     assert {layer(m) for m in modules} <= set(LAYERS)
     unplaced = sorted(
         m for m in modules if m.count(".") >= 1 and m.startswith("cf_env.")
-        and layer(m) == "cf_env" and m != "cf_env._moved"
+        and layer(m) == "cf_env"
     )
     assert unplaced == []
 
@@ -396,54 +368,16 @@ def test_modules_import_no_private_name_of_another_module(tmp_path):
     assert private_imports(tmp_path) == ["cf_env.core.kernel:1 imports cf_env.core.observation._divisors"]
 
 
-def test_old_flat_paths_are_the_moved_modules_and_warn():
-    """`cf_env._moved`: every old path imports the very module object of its new path (so a
-    monkeypatch of either patches both), which keeps its own spec, and its first import warns
-    DeprecationWarning naming the new path and the release that removes the old one; a second
-    import is silent. `cf_env.env` stays the factory."""
-    import importlib
-
-    import cf_env
-    from cf_env._moved import MOVED, REMOVED_IN
-
-    def version(text):
-        return tuple(int(part) for part in text.split("."))
-
-    assert version(REMOVED_IN) > version(cf_env.__version__)
-    for old, new in MOVED.items():
-        sys.modules.pop(old, None)  # the alias's entry only: the module itself stays loaded
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")  # chicken_foot_v0 also warns on import (its own)
-            module = importlib.import_module(old)
-        texts = [str(w.message) for w in caught if w.category is DeprecationWarning]
-        assert f"{old} is deprecated: import {new} instead; the old path will be removed in " \
-               f"chickenfoot {REMOVED_IN}" in texts, (old, texts)
-        assert [w.filename for w in caught if old in str(w.message)] == [__file__]  # this line's
-        assert module is importlib.import_module(new), old
-        assert module.__spec__.name == new and module.__name__ == new
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", DeprecationWarning)
-            assert importlib.import_module(old) is module  # once per alias
-    assert callable(cf_env.env) and cf_env.env is importlib.import_module("cf_env.envs.env").env
-    sys.modules.pop("cf_env.engine")
-    del cf_env.engine  # so that the attribute goes through the package's __getattr__ again
-    with pytest.deprecated_call(match=f"import cf_env.core.engine instead.*{REMOVED_IN}"):
-        assert cf_env.engine is importlib.import_module("cf_env.core.engine")
-
-
-def test_old_flat_paths_warn_in_a_users_script_and_new_paths_do_not():
-    """With Python's default warning filters a DeprecationWarning shows only when it names a line
-    of `__main__`: the alias's warning names the importing line. The package's own imports, and
-    `from cf_env import chicken_foot_v1` (the versioned entry point), use no alias."""
-    old = subprocess.run(
-        [sys.executable, "-c", "import cf_env.engine\nfrom cf_env import bots"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )
-    assert old.returncode == 0, old.stderr
-    assert "<string>:1: DeprecationWarning: cf_env.engine is deprecated: import " \
-           "cf_env.core.engine instead; the old path will be removed in chickenfoot" in old.stderr
-    assert "<string>:2: DeprecationWarning: cf_env.bots is deprecated: import " \
-           "cf_env.agents.bots instead" in old.stderr
+def test_the_old_flat_paths_are_gone_and_the_layered_paths_do_not_warn():
+    """0.2.0 removed the flat aliases (`cf_env.engine`, `python -m cf_env.play`, ...): they fail
+    as any unknown module does. The package's own imports and `from cf_env import
+    chicken_foot_v1` (the versioned entry point) warn nothing."""
+    old = subprocess.run([sys.executable, "-c", "import cf_env.engine"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert old.returncode != 0 and "No module named 'cf_env.engine'" in old.stderr
+    run = subprocess.run([sys.executable, "-m", "cf_env.demo"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "No module named cf_env.demo" in run.stderr
     new = subprocess.run(
         [sys.executable, "-W", "error::DeprecationWarning", "-c",
          "import cf_env, cf_env.envs.env, cf_env.tools.play, cf_env.agents.ismcts, "
@@ -451,27 +385,6 @@ def test_old_flat_paths_warn_in_a_users_script_and_new_paths_do_not():
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert new.returncode == 0, new.stderr
-
-
-@pytest.mark.slow
-def test_python_m_old_path_runs_the_moved_program_and_warns_on_stderr():
-    from cf_env._moved import REMOVED_IN
-
-    args = ["--players", "2", "--rounds", "1", "--seed", "3"]
-    run = subprocess.run([sys.executable, "-m", "cf_env.demo", *args],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
-    direct = subprocess.run([sys.executable, "-m", "cf_env.tools.demo", *args],
-                            cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0 and direct.returncode == 0, run.stderr + direct.stderr
-    assert run.stdout == direct.stdout and "round" in run.stdout.lower()
-    warning = ("DeprecationWarning: python -m cf_env.demo is deprecated: run python -m "
-               f"cf_env.tools.demo instead; the old path will be removed in chickenfoot {REMOVED_IN}")
-    assert warning in run.stderr and "Deprecation" not in direct.stderr
-    helped = subprocess.run([sys.executable, "-m", "cf_env.play", "--help"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert helped.returncode == 0, helped.stderr
-    assert "usage: python -m cf_env.tools.play" in helped.stdout
-    assert "python -m cf_env.play is deprecated: run python -m cf_env.tools.play" in helped.stderr
 
 
 if __name__ == "__main__":

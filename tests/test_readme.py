@@ -5,7 +5,7 @@ The pages are README.md and every Markdown page under docs/ (the site `make docs
 Commands are read from fenced ```bash blocks and from indented (4+ spaces) blocks. A
 `python -m <module>` of ours must name a module that exists, and every `--flag` it passes must be
 one its own `--help` lists; a `make <target>` must be a Makefile target. No page names the old
-flat module paths (`python -m cf_env.play`): they survive only as deprecated aliases.
+flat module paths (`python -m cf_env.play`), removed in 0.2.0.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ GETTING_STARTED = "docs/getting-started.md"
 OUR_PACKAGES = ("cf_env", "training")
 # What a reader must replace before running: <run-name>, <shipped>, [--rounds N] ...
 PLACEHOLDER = re.compile(r"<[A-Za-z][\w -]*>|\[--[\w-]+")
-# `python -m cf_env.<name>` with no subpackage: an old flat path (cf_env/_moved.py).
+# `python -m cf_env.<name>` with no subpackage: an old flat path (removed in 0.2.0).
 FLAT_MODULE = re.compile(r"python -m cf_env\.(\w+)(?![.\w])")
 
 

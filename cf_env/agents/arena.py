@@ -16,7 +16,7 @@ conventions of `cf_env.agents.policies` are carried out here, once:
 * **Mask-only fast path.** A policy with `act_bits`/`act_legal` (`legal_fast_path`) is given the
   legal bitset and no observation; its choices and the forced decisions are all made inside one
   `Engine.advance` call. Other policies get ``{"observation", "action_mask"}``, the observation
-  written by the compiled core through a `SeatView` per seat.
+  written by the compiled core (`Encoder.observe`).
 * **Checked answers.** Every answer is checked by the engine, the one place that says what is
   legal (`Engine.step` and `Engine.advance` refuse it before applying it; `decide` asks
   `Engine.action_problem`): a malformed or illegal one raises `IllegalPolicyActionError` naming
@@ -47,9 +47,9 @@ from collections.abc import Callable, Iterator, MutableSequence, Sequence
 import numpy as np
 
 from cf_env.agents.policies import Policy, legal_fast_path
-from cf_env.core.actions import describe
-from cf_env.core.engine import Engine, IllegalActionError
-from cf_env.core.observation import Encoder, SeatView
+from cf_env.core.actions import IllegalActionError, describe
+from cf_env.core.engine import Engine
+from cf_env.core.observation import Encoder
 
 _ASKING = object()  # a seat's kept answer while its policy is being asked
 
@@ -157,9 +157,8 @@ class Arena:
     """Plays the seats' policies on `engine` (see the module docstring).
 
     `policies[seat]` is the seat's policy, or None for a seat played from outside; `labels`
-    name them in errors (default `policy_name`). `views` are the per-seat observation builders
-    (`SeatView`s, e.g. shared with a learner's own); by default one per seat is made from
-    `encoder` (or from a new `Encoder` of the engine's config). `wrap_errors`: what a policy
+    name them in errors (default `policy_name`). `encoder` builds the observations (e.g. shared
+    with a learner's own; a new `Encoder` of the engine's config by default). `wrap_errors`: what a policy
     raises becomes `PolicyError` (see the module docstring), and `asking` (a writable sequence,
     default a new list) gets in item 0 the seat whose policy is being called, -1 between calls.
     """
@@ -170,7 +169,6 @@ class Arena:
         policies: Sequence[Policy | None],
         labels: Sequence[str] | None = None,
         *,
-        views: Sequence[SeatView] | None = None,
         encoder: Encoder | None = None,
         ask_forced: bool = False,
         wrap_errors: bool = False,
@@ -186,10 +184,7 @@ class Arena:
         self.labels = [
             policy_name(p) if labels is None else labels[seat] for seat, p in enumerate(policies)
         ]
-        if views is None:
-            encoder = encoder if encoder is not None else Encoder(engine.config)
-            views = [SeatView(encoder) for _ in range(n)]
-        self.views = views
+        self.encoder = encoder if encoder is not None else Encoder(engine.config)
         self.ask_forced = bool(ask_forced)
         # Per seat: asked its forced decisions too (the arena's option, or the policy's own).
         self._asks_forced = [self.ask_forced or getattr(p, "ask_forced", False) is True
@@ -264,7 +259,7 @@ class Arena:
                     return done
                 # A policy that reads observations (`_ask`, inlined: this is a hot path).
                 action = acts[seat]({
-                    "observation": self.views[seat].observe(engine, seat),
+                    "observation": self.encoder.observe(engine, seat),
                     "action_mask": engine.legal_action_mask(),
                 })
                 try:
@@ -309,7 +304,7 @@ class Arena:
     def _ask(self, seat: int) -> int:
         engine = self.engine
         observation = {
-            "observation": self.views[seat].observe(engine, seat),
+            "observation": self.encoder.observe(engine, seat),
             "action_mask": engine.legal_action_mask(),
         }
         return self._checked(seat, self._acts[seat](observation))

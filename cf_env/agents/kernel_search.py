@@ -63,7 +63,7 @@ from numba.extending import overload
 
 from cf_env.agents.kernel_bots import next_uniform
 from cf_env.core import checks
-from cf_env.core.engine import IllegalActionError
+from cf_env.core.actions import IllegalActionError
 from cf_env.core.kernel import (
     ONE,
     P_PLAYERS,

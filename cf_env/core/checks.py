@@ -9,7 +9,7 @@ cf_env.agents.kernel_bots and cf_env.agents.kernel_search) are unchecked kernels
 only through their checked wrappers (docs/architecture.md lists both).
 
 The size bounds live here too: a batch of games is refused, before anything is allocated,
-above `max_games(config)`, which is derived from the bytes one game holds.
+above `kernel.max_games(config)`, which is derived from the bytes one game holds.
 """
 
 from __future__ import annotations
@@ -102,32 +102,9 @@ def array(value: object, name: str, shape: tuple[int, ...], dtype, *,
                      + (f" ({', '.join(flags)})" if flags else ""))
 
 
-def batch_bytes_per_game(config) -> int:
-    """Bytes one game of a `KernelBatch` holds: its state arrays, its legal words, its
-    observation and privileged rows, its queued shuffles, and its Generator."""
-    from cf_env.core import kernel  # the state's shapes are stated there
-    from cf_env.core.observation import observation_layout, privileged_layout
-
-    state = sum(a.nbytes for a in kernel.new_state(config, 1))
-    words = kernel.num_words(config) * 8
-    rows = 4 * (observation_layout(config).size + privileged_layout(config).size)
-    ahead = config.num_rounds * config.num_tiles + 8
-    return state + words + rows + ahead + GENERATOR_BYTES
-
-
-def max_games(config) -> int:
-    """The most games one batch of `config` may hold (MAX_BATCH_BYTES over the bytes a game
-    holds)."""
-    return MAX_BATCH_BYTES // batch_bytes_per_game(config)
-
-
-def num_games(value: object, config, name: str = "num_games") -> int:
-    """`value` as a batch size in [1, max_games(config)], else `ValueError` saying the cap and
-    why, before anything is allocated."""
-    cap = max_games(config)
+def size(value: object, name: str, cap: int, why: str) -> int:
+    """`value` as a count in [1, cap], else `ValueError` naming `name`, the cap and `why` it is
+    the cap; checked before anything of that size is allocated."""
     if not is_int(value) or not 1 <= int(value) <= cap:
-        raise ValueError(
-            f"{name} must be an int in [1, {cap}]; got {value!r} (a game of this config holds "
-            f"{batch_bytes_per_game(config)} bytes; a batch is capped at "
-            f"{MAX_BATCH_BYTES // 2**30} GiB)")
+        raise ValueError(f"{name} must be an int in [1, {cap}]; got {value!r} ({why})")
     return int(value)

@@ -36,8 +36,7 @@ from cf_env.core.actions import IllegalActionError, actions_in, describe
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.deals import redeal_rows
 from cf_env.core.layout import Arm, Placement
-from cf_env.core.scoring import r13_key as r13_key  # (its old home: importable from here)
-from cf_env.core.snapshot import SNAPSHOT_KEYS, SNAPSHOT_VERSION, SNAPSHOT_VERSIONS, SnapshotError
+from cf_env.core.snapshot import SnapshotError
 from cf_env.core.tiles import TileTables, tile_ids, tile_tables
 
 _FLOAT32 = np.dtype(np.float32)
@@ -619,8 +618,3 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.flags.writeable = False
     return view
-
-
-# The snapshot format's names (`cf_env.core.snapshot`) stay importable from here.
-__all__ = ["SNAPSHOT_KEYS", "SNAPSHOT_VERSION", "SNAPSHOT_VERSIONS", "Arm", "Engine",
-           "IllegalActionError", "Placement", "SnapshotError"]

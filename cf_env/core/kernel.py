@@ -83,7 +83,7 @@ applies one action per game for the seat to move (R8-R11, R12 scoring and R13 wi
 ends, the next round's deal and R5 start included). `batch_observe(state, tables, obs_tables,
 seats, out)` writes every game's observation for seat seats[i] (the seat to move, in
 `KernelBatch.observe` unless told otherwise), (N, observation size) float32, bit for bit
-`Encoder.observe(engine, seat)` (what the env's and `SeatView` return; zeros once the game is
+`Encoder.observe(engine, seat)` (what the envs return; zeros once the game is
 over); `obs_tables(config)` (`ObsTables`) holds each
 piece's start and stop in the row and the divisor of the count pieces, read from
 `observation_layout(config)` and the Encoder's divisors, so that the layout is stated in
@@ -354,6 +354,22 @@ def new_state(config: ChickenFootConfig, num_games: int) -> KernelState:
         voids=np.zeros((n, p, v), np.bool_),
         held=np.zeros((n, p, t), np.bool_),
     )
+
+
+def batch_bytes_per_game(config: ChickenFootConfig) -> int:
+    """Bytes one game of a `KernelBatch` holds: its state arrays, its legal words, its
+    observation and privileged rows, its queued shuffles, and its Generator."""
+    state = sum(a.nbytes for a in new_state(config, 1))
+    words = num_words(config) * 8
+    rows = 4 * (observation_layout(config).size + privileged_layout(config).size)
+    ahead = config.num_rounds * config.num_tiles + 8
+    return state + words + rows + ahead + checks.GENERATOR_BYTES
+
+
+def max_games(config: ChickenFootConfig) -> int:
+    """The most games one batch of `config` may hold: `checks.MAX_BATCH_BYTES` over the bytes a
+    game holds."""
+    return checks.MAX_BATCH_BYTES // batch_bytes_per_game(config)
 
 
 # ---------------------------------------------------------------------------- compiled rules
@@ -1004,7 +1020,9 @@ class KernelBatch:
         (`cf_env.core.checks`: a memory cap)."""
         if not isinstance(config, ChickenFootConfig):
             raise ValueError(f"config must be a ChickenFootConfig; got {type(config).__name__}")
-        num_games = checks.num_games(num_games, config)
+        num_games = checks.size(num_games, "num_games", max_games(config),
+                                f"a game of this config holds {batch_bytes_per_game(config)} "
+                                f"bytes; a batch is capped at {checks.MAX_BATCH_BYTES // 2**30} GiB")
         self.config = config
         self.num_games = num_games
         self.tables = kernel_tables(config)
@@ -1064,10 +1082,8 @@ class KernelBatch:
         scenario tests build a position once (tests/positions.py) and play it in both. All or
         nothing: `ValueError`, no game changed, for a bad index, another config, or an engine
         stopped between rounds."""
-        from cf_env.core.engine import Engine  # the engine is built over this module
-
         game = checks.index(game, "game", self.num_games)
-        if not isinstance(engine, Engine):
+        if not isinstance(getattr(engine, "game", None), GameBuffer):  # an Engine's own game
             raise ValueError(f"load: engine must be an Engine; got {type(engine).__name__}")
         if engine.config != self.config:
             raise ValueError("load: the engine's config differs from the batch's")

@@ -6,8 +6,8 @@ Everything in it is the player's own hand or public information (R3: hands and b
 hidden). `state_layout(config)` is the full-information vector for centralised critics, and
 `privileged_layout(config)` what a seat's privileged critic reads beside its observation (the
 hidden tiles, egocentric; `training.selfplay` trains on it, `lookahead:` search reads a shipped
-value head through it). `Encoder` fills these vectors (`SeatView` keeps one seat's observation
-current); `ObservationDecoder` inverts an observation into an `ObservedState`, the integers a
+value head through it). `Encoder` fills these vectors (an engine's observation is written by
+the compiled core); `ObservationDecoder` inverts an observation into an `ObservedState`, the integers a
 policy reasons with.
 
 Bump `OBSERVATION_VERSION` whenever a piece of the observation or of the privileged vector
@@ -321,21 +321,6 @@ class ObservationDecoder:
             center=int(np.argmax(v[s["center"]])),
             totals=ints[s["scores"]],
         )
-
-
-class SeatView:
-    """One seat's observations of one engine, for the drivers that keep one per seat (the AEC
-    env, the single-agent adapter, the arena). It once kept an observation current between calls
-    from the history; the compiled observation (`Encoder.observe`) is now cheaper than that
-    bookkeeping, so each call writes it afresh. Every call returns a fresh copy, or writes `out`."""
-
-    def __init__(self, encoder: Encoder):
-        self.encoder = encoder
-
-    def observe(self, engine, seat: int, out: np.ndarray | None = None) -> np.ndarray:
-        """The seat's observation now: a fresh copy, or written into `out` (a float32 row of
-        the observation's size, e.g. a trainer's batch buffer) and `out` returned."""
-        return self.encoder.observe(engine, seat, out)
 
 
 def _moving_bits(engine, playable_start: int, foot_start: int) -> list[int]:

@@ -26,10 +26,11 @@ from cf_env.core.scoring import r13_winners
 from cf_env.core.tiles import TileTables
 
 # 2: the AEC env's snapshot adds the rewards pending for its agents (`rewards`,
-# `cumulative_rewards`); a game restored without `arms` snapshots without them too. Version 1
-# snapshots (and hand-built ones without a version) restore as before.
+# `cumulative_rewards`); a game restored without `arms` snapshots without them too. chickenfoot
+# 0.1.0 wrote version 2; version 1 (before it) is no longer read (0.2.0). A hand-built snapshot
+# without a version is read as the current one.
 SNAPSHOT_VERSION = 2
-SNAPSHOT_VERSIONS = (1, 2)
+SNAPSHOT_VERSIONS = (2,)
 
 # Keys every snapshot holds (public contract) and the extras needed for an exact restore.
 SNAPSHOT_KEYS = (
@@ -192,6 +193,11 @@ def _check_format(cfg: ChickenFootConfig, snap: dict) -> int:
     if not isinstance(snap, dict):
         raise SnapshotError(f"a snapshot is a dict; got {type(snap).__name__}")
     version = snap.get("version", SNAPSHOT_VERSION)
+    if version == 1 and not isinstance(version, bool):
+        raise SnapshotError(
+            "snapshot version 1 was written before chickenfoot 0.1.0 and is no longer read "
+            "(chickenfoot 0.2.0 reads version 2); restore it with chickenfoot 0.1.0 and take a "
+            "new snapshot there")
     if isinstance(version, bool) or version not in SNAPSHOT_VERSIONS:
         raise SnapshotError(
             f"snapshot version {version!r} is not one this engine reads ({SNAPSHOT_VERSIONS}); "
@@ -421,14 +427,14 @@ def _load_knowledge(position: Position, snap: dict, start: int) -> None:
     position.seed = seed
     position.rng = np.random.default_rng()
     if "rng" in snap:
-        _check_rng_state(snap["rng"])
+        check_rng_state(snap["rng"], "rng")
         try:
             position.rng.bit_generator.state = snap["rng"]
         except (TypeError, ValueError, KeyError, OverflowError) as err:
             raise SnapshotError(f"rng state is not a valid {type(position.rng.bit_generator).__name__} state") from err
 
 
-def _check_rng_state(state: object) -> None:
+def check_rng_state(state: object, what: str) -> None:
     """The engine's RNG state as `Generator.bit_generator.state` gives it for PCG64: 128-bit
     state and increment, a 32-bit buffered value."""
     rng_fields = {"bit_generator", "state", "has_uint32", "uinteger"}
@@ -441,9 +447,9 @@ def _check_rng_state(state: object) -> None:
     )
     if not ok:
         raise SnapshotError(
-            "rng must be a PCG64 state {'bit_generator': 'PCG64', 'state': {'state': s, 'inc': i}"
-            ", 'has_uint32': 0 or 1, 'uinteger': u} with s, i in [0, 2**128) and u in "
-            f"[0, 2**32); got {state!r}"[:400])
+            (f"{what} must be a PCG64 state " + "{'bit_generator': 'PCG64', 'state': {'state': s, "
+             "'inc': i}, 'has_uint32': 0 or 1, 'uinteger': u} with s, i in [0, 2**128) and u in "
+             f"[0, 2**32); got {state!r}")[:400])
 
 
 def _int_in(value: object, stop: int) -> bool:

@@ -33,7 +33,7 @@ What is not a number stays out of the infos: the winners' names are `env.unwrapp
 the scores `env.unwrapped.engine.scores`.
 
 Version history: v1 — the fixed info schema above (v0's infos changed keys between steps: a
-TorchRL crash); `cf_env.envs.chicken_foot_v0` keeps v0's infos, deprecated. v0 — first release.
+TorchRL crash). v0 — first release; removed in 0.2.0.
 """
 
 from __future__ import annotations
@@ -43,10 +43,12 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from cf_env.core.actions import IllegalActionError
 from cf_env.core.config import split_options
-from cf_env.core.engine import Engine, IllegalActionError, SnapshotError
-from cf_env.core.observation import OBSERVATION_VERSION, Encoder, SeatView
+from cf_env.core.engine import Engine
+from cf_env.core.observation import OBSERVATION_VERSION, Encoder
 from cf_env.core.rewards import game_rewards, round_rewards
+from cf_env.core.snapshot import SnapshotError, check_rng_state
 from cf_env.viz.render import render_text
 
 # The info schema (module docstring): every agent's info has exactly these keys, at reset and at
@@ -91,8 +93,6 @@ class raw_env(AECEnv):
         self.max_cycles = max_cycles
         self.engine = Engine(self.config, seed=0, skip_forced=self.options.skip_forced)
         self.encoder = Encoder(self.config)
-        # One observation handle per seat (`SeatView`: the compiled observation, written afresh).
-        self._seat_views = [SeatView(self.encoder) for _ in range(self.config.num_players)]
         self.observation_version = OBSERVATION_VERSION
         n, layout = self.config.num_players, self.encoder.layout
         self.possible_agents = [f"player_{seat}" for seat in range(n)]
@@ -141,7 +141,7 @@ class raw_env(AECEnv):
             mask = engine.legal_action_mask()
         else:
             mask = np.zeros(self.config.num_actions, dtype=np.int8)
-        return {"observation": self._seat_views[seat].observe(engine, seat), "action_mask": mask}
+        return {"observation": self.encoder.observe(engine, seat), "action_mask": mask}
 
     def step(self, action) -> None:
         agent = self.agent_selection
@@ -294,10 +294,8 @@ class raw_env(AECEnv):
             raise SnapshotError(f"num_steps must be a non-negative int; got {steps!r}")
         seeder = np.random.default_rng()
         if "seeder" in snapshot:  # checked before the engine changes, so a bad one changes nothing
-            try:
-                seeder.bit_generator.state = snapshot["seeder"]
-            except (TypeError, ValueError, KeyError) as err:
-                raise SnapshotError("snapshot 'seeder' is not a valid PCG64 state") from err
+            check_rng_state(snapshot["seeder"], "snapshot 'seeder'")
+            seeder.bit_generator.state = snapshot["seeder"]
         else:
             seeder = self._seeder
         pending = {key: self._pending_rewards(snapshot, key) for key in ("rewards", "cumulative_rewards")}
@@ -309,7 +307,7 @@ class raw_env(AECEnv):
         self._cumulative_rewards.update(pending["cumulative_rewards"])
 
     def _pending_rewards(self, snapshot: dict, key: str) -> dict[str, float]:
-        """`snapshot[key]` checked: {agent: finite number}; absent (version 1) means none."""
+        """`snapshot[key]` checked: {agent: finite number}; absent means none."""
         rewards = snapshot.get(key, {})
         if not isinstance(rewards, dict) or not set(rewards) <= set(self.possible_agents):
             raise SnapshotError(

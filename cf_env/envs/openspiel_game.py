@@ -95,9 +95,9 @@ from collections.abc import Mapping
 import numpy as np
 import pyspiel
 
-from cf_env.core.actions import describe
+from cf_env.core.actions import IllegalActionError, describe
 from cf_env.core.config import RULE_FIELDS, SUPPORTED_SETS, ChickenFootConfig, max_players
-from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
 from cf_env.core.tiles import tile_tables
 from cf_env.viz.render import render_text

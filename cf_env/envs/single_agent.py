@@ -15,7 +15,7 @@
 | Info | the fixed schema `INFO_KEYS` (below): the same keys and types at reset and at every step |
 | Terminal mask | exactly one action, PASS (`2T+1`, `env.terminal_action`), a placeholder that is never played |
 
-Infos (`cf_env/ChickenFoot-v1`; v0's are in `cf_env.envs.chicken_foot_v0`) hold numbers only, so that
+Infos (`cf_env/ChickenFoot-v1`) hold numbers only, so that
 vector envs stack them into arrays and libraries that build a spec from reset's info (TorchRL)
 keep working:
 
@@ -97,7 +97,7 @@ of policies with the mask-only fast path (`act_bits`, e.g. `random`, `greedy`: g
 engine's legal bitset, no observation built) are all made inside one `Engine.advance` call;
 other policies (the heuristic, frozen snapshots) get the full observation dict. The
 learner's observation (and an observation-reading opponent's) is written by the compiled core
-through one `cf_env.core.observation.SeatView` per seat (the arena shares them).
+(`cf_env.core.observation.Encoder.observe`; the arena shares the encoder).
 """
 
 from __future__ import annotations
@@ -112,9 +112,10 @@ from gymnasium import spaces
 
 from cf_env.agents.arena import Arena
 from cf_env.agents.policies import Policy, load_policy, validate_policy_spec
+from cf_env.core.actions import IllegalActionError
 from cf_env.core.config import ChickenFootConfig, split_options
-from cf_env.core.engine import Engine, IllegalActionError
-from cf_env.core.observation import OBSERVATION_VERSION, Encoder, SeatView
+from cf_env.core.engine import Engine
+from cf_env.core.observation import OBSERVATION_VERSION, Encoder
 from cf_env.core.rewards import game_rewards, round_rewards
 from cf_env.envs.env import INFO_KEYS as AEC_INFO_KEYS
 
@@ -249,7 +250,6 @@ class ChickenFootSingleAgentEnv(gym.Env):
         self.encoder = Encoder(config)
         # Each seat's observation kept up to date between its turns (the learner's every step;
         # observation-reading opponents', such as the heuristic or frozen snapshots, per choice).
-        self._views = [SeatView(self.encoder) for _ in range(config.num_players)]
         layout = self.encoder.layout
         self.observation_space = spaces.Box(0.0, layout.high, (layout.size,), np.float32)
         self.action_space = spaces.Discrete(config.num_actions)
@@ -377,7 +377,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         for k, policy in enumerate(others):
             self.seat_policies[(self.learner + 1 + k) % n] = policy
         # The learner's seat has no policy: the arena stops when it has a real choice.
-        self._arena = Arena(self.engine, self.seat_policies, views=self._views)
+        self._arena = Arena(self.engine, self.seat_policies, encoder=self.encoder)
         self._arena.reset_policies()
         self._need_new_game = False
         # Rounds ending inside reset (no decision at all) are not the learner's to be paid for.
@@ -419,7 +419,7 @@ class ChickenFootSingleAgentEnv(gym.Env):
         return float(reward), self.episode == "round"
 
     def _observe(self) -> np.ndarray:
-        return self._views[self.learner].observe(self.engine, self.learner)
+        return self.encoder.observe(self.engine, self.learner)
 
     def _info(self, ended: bool, illegal: bool = False) -> dict:
         """The step's info: the fixed schema of `INFO_KEYS` (plain Python numbers and the mask).

@@ -33,7 +33,7 @@ from cf_env.agents.kernel_search import play_round, rule_tables
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.kernel import KernelBatch, batch_random_actions, num_words
-from cf_env.core.observation import Encoder, SeatView
+from cf_env.core.observation import Encoder
 from cf_env.tools.cli import HelpFormatter
 
 CONFIGS = (ChickenFootConfig(), ChickenFootConfig(max_pips=6, num_players=2),
@@ -144,8 +144,7 @@ class Fuzzer:
         cfg, engine, _, encoder, _ = self.pick()
         seat = self.maybe(int(self.rng.integers(cfg.num_players)))
         out = self.maybe(None, (encoder.layout.size,))
-        view = SeatView(encoder) if self.rng.random() < 0.5 else encoder
-        return [engine], lambda: view.observe(engine, seat, out)
+        return [engine], lambda: encoder.observe(engine, seat, out)
 
     def engine_step(self):
         _, engine, _, _, _ = self.pick()

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cf_env.core.actions import IllegalActionError
 from cf_env.core.config import (
     SUPPORTED_SETS,
     ChickenFootConfig,
@@ -55,7 +56,7 @@ from cf_env.core.config import (
     max_players,
     num_tiles,
 )
-from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.engine import Engine
 from cf_env.tools import reference
 from cf_env.tools.cli import HelpFormatter
 from cf_env.tools.reference import pairs_of

@@ -52,8 +52,9 @@ from pathlib import Path
 import numpy as np
 
 from cf_env.core import atomic
+from cf_env.core.actions import IllegalActionError
 from cf_env.core.config import ChickenFootConfig
-from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.engine import Engine
 from cf_env.core.tiles import tile_tables
 from cf_env.viz.render import round_label, round_number
 

@@ -15,8 +15,9 @@ import pytest
 
 from cf_env.agents.arena import Arena, IllegalPolicyActionError
 from cf_env.agents.policies import load_policy
+from cf_env.core.actions import IllegalActionError
 from cf_env.core.config import ChickenFootConfig
-from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
 from cf_env.envs.single_agent import ChickenFootSingleAgentEnv
 

@@ -22,7 +22,7 @@ from cf_env.agents.kernel_search import Deals
 from cf_env.agents.policies import load_policy, spec_checkpoint, validate_policy_spec
 from cf_env.core.config import split_options
 from cf_env.core.deals import DealSampler
-from cf_env.core.engine import Arm
+from cf_env.core.layout import Arm
 from cf_env.core.observation import Encoder, ObservationDecoder
 from cf_env.core.tiles import tile_tables
 from cf_env.tools.play import main as play_main

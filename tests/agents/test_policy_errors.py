@@ -23,8 +23,9 @@ from cf_env.agents.arena import (
     user_interrupts,
 )
 from cf_env.agents.policies import load_policy, register_policy
+from cf_env.core.actions import IllegalActionError
 from cf_env.core.config import ChickenFootConfig
-from cf_env.core.engine import Engine, IllegalActionError
+from cf_env.core.engine import Engine
 from cf_env.tools.play import main as play_main
 
 SMALL = ChickenFootConfig(num_players=3, max_pips=6, num_rounds=3)

@@ -17,8 +17,15 @@ import pytest
 from cf_env import ChickenFootConfig, Engine, IllegalActionError, SnapshotError
 from cf_env.agents.kernel_search import play_round, rule_tables
 from cf_env.core import checks
-from cf_env.core.kernel import KernelBatch, _random_actions, batch_random_actions, num_words
-from cf_env.core.observation import Encoder, SeatView
+from cf_env.core.kernel import (
+    KernelBatch,
+    _random_actions,
+    batch_bytes_per_game,
+    batch_random_actions,
+    max_games,
+    num_words,
+)
+from cf_env.core.observation import Encoder
 from cf_env.core.snapshot import max_round_points
 
 CFG = ChickenFootConfig()
@@ -73,8 +80,6 @@ def test_observation_seats_out_of_range_are_refused(seat):
         engine.write_observation(seat, row)
     with pytest.raises(ValueError, match=r"seat must be an int in \[0, 4\)"):
         Encoder(CFG).observe(engine, seat)
-    with pytest.raises(ValueError, match=r"seat must be an int in \[0, 4\)"):
-        SeatView(Encoder(CFG)).observe(engine, seat)
 
 
 def test_encoder_observe_refuses_an_out_of_another_shape_and_accepts_numpy_seats():
@@ -213,8 +218,8 @@ def test_batch_step_names_a_uint64_action_as_given():
 
 
 def test_batch_sizes_are_capped_before_anything_is_allocated():
-    cap = checks.max_games(CFG)
-    assert cap * checks.batch_bytes_per_game(CFG) <= checks.MAX_BATCH_BYTES
+    cap = max_games(CFG)
+    assert cap * batch_bytes_per_game(CFG) <= checks.MAX_BATCH_BYTES
     tracemalloc.start()
     for size in (10**7, cap + 1, 0, -5, 2.5, True):
         with pytest.raises(ValueError, match=rf"num_games must be an int in \[1, {cap}\]"):
@@ -228,8 +233,8 @@ def test_batch_bytes_per_game_covers_what_a_batch_holds():
     batch = KernelBatch(CFG, 64)
     per_game_arrays = batch.nbytes / 64
     # the estimate holds every per-game array, plus the Generator beside them
-    assert checks.batch_bytes_per_game(CFG) >= per_game_arrays
-    assert checks.batch_bytes_per_game(CFG) <= per_game_arrays + checks.GENERATOR_BYTES + 512
+    assert batch_bytes_per_game(CFG) >= per_game_arrays
+    assert batch_bytes_per_game(CFG) <= per_game_arrays + checks.GENERATOR_BYTES + 512
 
 
 def test_batch_load_refuses_bad_indices_and_engines_and_changes_nothing():

@@ -19,9 +19,8 @@ from positions import build
 from variants import CONFIGS, GAMES, run_without_jit
 
 from cf_env import ChickenFootConfig, Engine
-from cf_env.core.actions import actions_in
+from cf_env.core.actions import IllegalActionError, actions_in
 from cf_env.core.config import SUPPORTED_SETS, max_players
-from cf_env.core.engine import IllegalActionError
 from cf_env.core.kernel import KernelBatch, batch_random_actions, words_to_int
 from cf_env.core.tiles import tile_tables
 

@@ -1,10 +1,10 @@
 """Observations written by the compiled batched core (`cf_env.core.kernel.batch_observe`) against
 the reference encoding (`Encoder.encode`, numpy over the engine's public fields) and the
-engine's own compiled observation (`Encoder.observe` / `SeatView.observe`, which the envs call).
+engine's own compiled observation (`Encoder.observe`, which the envs call).
 
 * Differential: the games of tests/core/test_kernel.py's differential (its random configs, every
   variant field, and its game driver) with, at every decision, the kernel's observation row for
-  the seat to move compared bit for bit with `Encoder.encode`'s and the SeatView's; a finished game's
+  the seat to move compared bit for bit with `Encoder.encode`'s and `Encoder.observe`'s; a finished game's
   row is all zero.
 * `KernelBatch.load`: positions reached by an Engine, loaded into a batch, observe the same.
 * The same functions as plain Python: a small differential run under NUMBA_DISABLE_JIT=1.
@@ -21,18 +21,16 @@ from variants import CONFIGS, GAMES, random_config, run_without_jit
 
 from cf_env import ChickenFootConfig, Engine
 from cf_env.core.kernel import KernelBatch, obs_tables
-from cf_env.core.observation import Encoder, SeatView, observation_layout
+from cf_env.core.observation import Encoder, observation_layout
 
 
 class ObservationCheck:
     """The `check` of test_kernel.differential: every live game's observation row against
     `Encoder.encode` (the numpy definition) and the engine's own compiled observation
-    (`Encoder.observe`, through a SeatView per seat, kept across the game)."""
+    (`Encoder.observe`, written afresh at each decision)."""
 
     def __init__(self, config: ChickenFootConfig, num_games: int):
         self.encoder = Encoder(config)
-        self.views = [[SeatView(self.encoder) for _ in range(config.num_players)]
-                      for _ in range(num_games)]
         self.out = np.full((num_games, observation_layout(config).size), np.nan, np.float32)
         self.slices = self.encoder.layout.slices
         self.seen = {"decisions": 0, "finished_rows": 0, "voids": 0, "played": 0, "drawn": 0, "other_seat": 0}
@@ -52,7 +50,7 @@ class ObservationCheck:
                 wrong = [name for name, sl in s.items() if not np.array_equal(obs[i, sl], ref[sl])]
                 raise AssertionError(f"{batch.config} game {i} decision {len(engine.history)} "
                                      f"seat {seat}: pieces {wrong} differ")
-            assert np.array_equal(obs[i], self.views[i][seat].observe(engine, seat))
+            assert np.array_equal(obs[i], self.encoder.observe(engine, seat))
             self.seen["decisions"] += 1
             self.seen["voids"] += bool(ref[s["opponent_voids"]].any())
             self.seen["played"] += bool(ref[s["opponent_played"]].any())

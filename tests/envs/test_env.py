@@ -144,8 +144,8 @@ def test_returned_arrays_never_alias_state():
 
 @pytest.mark.parametrize("config", [{}, {"max_pips": 6, "num_players": 3, "num_rounds": 3}])
 def test_observations_are_the_encoders_whenever_asked(config):
-    """The env keeps each seat's observation incrementally (SeatView); whatever agent is asked,
-    whenever, across rounds, games and restores, it is what `Encoder.observe` builds afresh."""
+    """Whatever agent is asked, whenever, across rounds, games and restores, the env's
+    observation (the compiled core's) is what `Encoder.encode` (numpy) builds from the engine."""
     env = cf_env.raw_env(**config)
     env.reset(seed=3)
     rng = random.Random(3)
@@ -153,7 +153,7 @@ def test_observations_are_the_encoders_whenever_asked(config):
     for _ in range(1500):
         for agent in rng.sample(env.possible_agents, rng.randint(0, len(env.possible_agents))):
             seat = env.agent_name_mapping[agent]
-            expected = env.encoder.observe(env.engine, seat)
+            expected = env.encoder.encode(env.engine, seat)
             np.testing.assert_array_equal(env.observe(agent)["observation"], expected)
         agent = env.agent_selection
         if env.terminations[agent] or env.truncations[agent]:

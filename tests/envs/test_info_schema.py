@@ -9,13 +9,11 @@
   (PASS) alone, and Gymnasium's vector envs (sync and async, next-step autoreset) never send it
   to the engine — a plain env raises on any step after `terminated`, so a vector env that sent
   it would fail.
-* v0 stays importable and keeps its old infos, with a DeprecationWarning; v1 warns nothing.
+* v1 is the only version (v0 was removed in 0.2.0) and warns nothing.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import warnings
 
 import gymnasium as gym
@@ -352,11 +350,11 @@ def test_make_vec_same_step_autoreset_masks_are_never_empty():
 
 
 # ============================================================================ versions
-def test_gym_and_pettingzoo_registries_have_v0_and_v1():
-    for env_id in ("cf_env/ChickenFoot-v0", "cf_env/ChickenFoot-v1"):
-        assert env_id in gym.registry
-    for env_id in ("cf_env/chicken_foot-v0", "cf_env/chicken_foot-v1"):
-        assert env_id in pettingzoo.aec_registry
+def test_gym_and_pettingzoo_registries_have_v1_and_no_longer_v0():
+    assert "cf_env/ChickenFoot-v1" in gym.registry
+    assert "cf_env/chicken_foot-v1" in pettingzoo.aec_registry
+    assert "cf_env/ChickenFoot-v0" not in gym.registry
+    assert "cf_env/chicken_foot-v0" not in pettingzoo.aec_registry
     assert ENV_ID == "cf_env/ChickenFoot-v1"
     assert cf_env.raw_env is chicken_foot_v1.raw_env and cf_env.env is chicken_foot_v1.env
 
@@ -371,84 +369,3 @@ def test_v1_envs_raise_no_deprecation_warning():
         ):
             made.reset(seed=0)
         gym.make("cf_env/ChickenFoot-v1").reset(seed=0)
-
-
-def test_v0_deprecation_warns_on_import_and_on_every_make():
-    # A fresh interpreter: this one may have imported the module already (warned once).
-    code = "import cf_env, cf_env.envs.chicken_foot_v1; import cf_env.envs.chicken_foot_v0"
-    run = subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning", "-c", code],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert run.returncode != 0 and "DeprecationWarning: cf_env.envs.chicken_foot_v0 is deprecated" in run.stderr
-    run = subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning", "-c", code.rsplit(";", 1)[0]],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    with warnings.catch_warnings():  # warned once per process: maybe already, in this one
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from cf_env.envs import chicken_foot_v0
-    with pytest.deprecated_call(match="chicken_foot_v0 is deprecated"):
-        chicken_foot_v0.env()
-    with pytest.deprecated_call(match="chicken_foot_v0 is deprecated"):
-        chicken_foot_v0.raw_env()
-    with pytest.deprecated_call(match="chicken_foot_v0 is deprecated"):
-        pettingzoo.make("aec", "cf_env/chicken_foot-v0")
-    with pytest.deprecated_call(match="chicken_foot_v0 is deprecated"):
-        gym.make("cf_env/ChickenFoot-v0")
-
-
-@pytest.fixture
-def v0():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from cf_env.envs import chicken_foot_v0
-
-        yield chicken_foot_v0
-
-
-def test_v0_keeps_its_old_aec_infos(v0):
-    """v0 is v1 with v0's infos, for code that has not migrated yet."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        env = v0.env(num_players=2, max_pips=6, num_rounds=2)
-    assert env.unwrapped.metadata["name"] == "chicken_foot_v0"
-    env.reset(seed=0)
-    assert env.unwrapped.infos["player_0"] == {"round": 0}
-    rng = np.random.default_rng(0)
-    seen = set()
-    for _ in env.agent_iter():
-        obs, _, term, trunc, info = env.last()
-        seen.add(tuple(info))
-        if term or trunc:
-            assert info["winners"] == env.unwrapped.winners() and info["winners"]
-            env.step(None)
-            continue
-        env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
-    assert ("round", "round_points") in seen and ("round",) in seen
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        env = v0.env(num_players=3, illegal_action="penalize")
-    env.reset(seed=0)
-    offender = env.agent_selection
-    env.step(int(np.flatnonzero(env.last()[0]["action_mask"] == 0)[0]))
-    assert env.unwrapped.infos[offender] == {"illegal_action": True}
-
-
-def test_v0_keeps_its_old_single_agent_infos(v0):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        env = gym.make("cf_env/ChickenFoot-v0", opponents=["greedy"])
-    assert isinstance(env.unwrapped, v0.ChickenFootSingleAgentEnvV0)
-    assert env.unwrapped.options.illegal_action == "penalize"  # make_env's defaults
-    _, info = env.reset(seed=0)
-    assert set(info) == {"learner_seat", "round"}
-    rng = np.random.default_rng(0)
-    terminated = False
-    while not terminated:
-        _, _, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(env.unwrapped.action_masks()))))
-    assert set(info) == {"learner_seat", "round", "round_points", "win"}
-    env.reset()
-    bad = int(np.flatnonzero(~env.unwrapped.action_masks())[0])
-    assert env.step(bad)[4] == {"learner_seat": env.unwrapped.learner, "round": env.unwrapped.engine.round, "illegal_action": True}

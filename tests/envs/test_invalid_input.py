@@ -26,7 +26,7 @@ import pytest
 import cf_env
 from cf_env import ChickenFootConfig, Engine, IllegalActionError, SnapshotError
 from cf_env.core.config import OPTION_FIELDS, DriverOptions, split_options
-from cf_env.core.engine import SNAPSHOT_KEYS
+from cf_env.core.snapshot import SNAPSHOT_KEYS
 
 
 def test_documented_exceptions_are_value_errors():
@@ -817,6 +817,7 @@ UNREACHABLE_STATES = [
     ("open_ends_one_too_many", _without_arms(_do(lambda s: s["open_ends"].append(s["open_ends"][0]))), "open_ends"),
     ("open_ends_one_short", _without_arms(_do(lambda s: s["open_ends"].pop())), "open_ends"),
     ("version_newer", _set("version", 3), "version"),
+    ("version_1_before_0_1_0", _set("version", 1), "snapshot version 1 was written before chickenfoot 0.1.0"),
     ("version_str", _set("version", "1"), "version"),
     ("version_bool", _set("version", True), "version"),
     ("version_none", _set("version", None), "version"),

@@ -109,7 +109,7 @@ from cf_env.agents.checkpoint import load_value_head, read_card
 from cf_env.agents.policies import Policy, load_policy, spec_checkpoint
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
-from cf_env.core.observation import Encoder, SeatView
+from cf_env.core.observation import Encoder
 from cf_env.tools.cli import HelpFormatter, limit_threads
 from cf_env.viz.record import engine_actions, write_record
 from training.evaluation.report import (
@@ -243,12 +243,11 @@ def _play_block(job: tuple, where=None) -> list[dict]:
     policies = [_build(items[i], config, policy_seed(seed, block, j)) for j, i in enumerate(owners)]
     engine, encoder = Engine(config, seed=0), Encoder(config)
     corrector = None if value_path is None else _corrector(value_path, config)
-    views = [SeatView(encoder) for _ in range(n)]  # per seat, whoever sits there
     arenas = []  # one per rotation: the policies at their seats
     for rotation in range(n):
         slots = rotation_seats(n, rotation)
         seat_labels = [labels[owners[j]] for j in slots]
-        arenas.append(Arena(engine, [policies[j] for j in slots], seat_labels, views=views,
+        arenas.append(Arena(engine, [policies[j] for j in slots], seat_labels, encoder=encoder,
                             wrap_errors=True, asking=None if where is None else where[2:3]))
     results = []
     for deal in range(start, stop):
