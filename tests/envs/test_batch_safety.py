@@ -67,3 +67,293 @@ def test_the_batch_bots_run_without_jit_with_warnings_as_errors():
     for _ in range(30):
         out = games.step(out.action_mask.argmax(axis=1))
     assert result.stdout.split(" ", 1)[1].strip() == str(games.bot_rng.tolist())
+
+
+# ---------------------------------------------------------------------------- state capture
+from cf_env import ChickenFootConfig, Engine  # noqa: E402, F401
+from cf_env.core.engine import IllegalActionError  # noqa: E402
+from cf_env.core.observation import Encoder  # noqa: E402, F401
+from cf_env.envs.batch import (  # noqa: E402
+    MAX_BATCH_BYTES,
+    ChickenFootBatch,
+    max_num_envs,
+    per_game_bytes,
+)
+
+SMALL = ChickenFootConfig(max_pips=6, num_players=3)
+# Scratch, not the games' state: the adapter's of one step, written before the kernel moves
+# (batch.py), and the kernel's legal-word buffer, which it fills to name a refused action's legal
+# ones.
+SCRATCH = {"_actor", "_perms", "legal_words"}
+
+
+def freeze(value):
+    """A deep, comparable copy of `value`: arrays copied, Generators as their states, objects
+    as their fields."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.copy())
+    if isinstance(value, np.random.Generator):
+        return ("rng", value.bit_generator.state)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [freeze(v) for v in value])
+    if isinstance(value, dict):
+        return ("dict", {k: freeze(v) for k, v in value.items()})
+    if hasattr(value, "__dict__") and type(value).__module__.startswith("cf_env"):
+        return ("object", {k: freeze(v) for k, v in vars(value).items() if k not in SCRATCH})
+    return ("value", value)
+
+
+def same(a, b, where: str = "") -> None:
+    """Assert two `freeze` results are equal, naming the first field that differs."""
+    assert type(a) is type(b), where
+    if isinstance(a, tuple) and len(a) == 3 and a[0] == "array":
+        assert a[1] == b[1] and np.array_equal(a[2], b[2]), where
+    elif isinstance(a, tuple) and a[0] in ("list", "tuple") or type(a[1]) is list:
+        assert len(a[1]) == len(b[1]), where
+        for k, (x, y) in enumerate(zip(a[1], b[1], strict=True)):
+            same(x, y, f"{where}[{k}]")
+    elif isinstance(a, tuple) and a[0] in ("dict", "object"):
+        assert a[1].keys() == b[1].keys(), where
+        for k in a[1]:
+            same(a[1][k], b[1][k], f"{where}.{k}")
+    elif a[0] == "rng":
+        assert repr(a[1]) == repr(b[1]), where
+    else:
+        assert a == b or a[1] is b[1], where
+
+
+def whole_state(games: ChickenFootBatch):
+    """Every field of the adapter and of its kernel batch (every KernelState array, the
+    shuffle RNGs and queued shuffles, the seeders, the draws ahead, the output buffers)."""
+    return freeze(games)
+
+
+def masked_random(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
+    return (rng.random(mask.shape) * mask).argmax(axis=1)
+
+
+class Seats:
+    """A seat sampler (`bots` callable): seat 0 outside, the others greedy, until `broken`, when
+    it gives `bad` instead (or raises it, if an exception)."""
+
+    def __init__(self, players: int):
+        self.players, self.broken, self.bad = players, False, None
+
+    def __call__(self, rng: np.random.Generator):
+        rng.integers(10)  # draws from the game's seeder, as the vector env's sampler does
+        if self.broken:
+            if isinstance(self.bad, Exception):
+                raise self.bad
+            return self.bad
+        return ["outside"] + ["greedy"] * (self.players - 1)
+
+
+def play_until_a_game_started(games: ChickenFootBatch, out, rng) -> object:
+    """Step until some game ended (its next game dealt): the next step draws that game's seats."""
+    for _ in range(2000):
+        out = games.step(masked_random(rng, out.action_mask))
+        if out.game_over.any():
+            return out
+    raise AssertionError("no game ended")
+
+
+# ---------------------------------------------------------------------------- all-or-nothing
+@pytest.mark.parametrize("bad", [
+    ["greedy", "greedy", "greedy"],             # no outside seat
+    ["outside", "greedy"],                      # a seat short
+    ["outside", "greedy", "ismcts"],            # not a bot kind
+    RuntimeError("sampler failed"),             # the sampler itself raises
+])
+def test_a_bad_seat_draw_at_an_autoreset_refuses_the_step_and_changes_nothing(bad):
+    seats = Seats(SMALL.num_players)
+    games = ChickenFootBatch(SMALL, 6, bots=seats, num_rounds=1)
+    twin = ChickenFootBatch(SMALL, 6, bots=Seats(SMALL.num_players), num_rounds=1)
+    rng = np.random.default_rng(0)
+    out, twin_out = games.reset(seed=9), twin.reset(seed=9)
+    for _ in range(2000):
+        actions = masked_random(rng, out.action_mask)
+        out, twin_out = games.step(actions), twin.step(actions)
+        if out.game_over.any():
+            break
+    assert out.game_over.any()
+    before = whole_state(games)
+    last = masked_random(rng, out.action_mask)
+    seats.broken, seats.bad = True, bad
+    with pytest.raises(type(bad) if isinstance(bad, Exception) else ValueError,
+                       match="sampler failed|no outside seat|must give 3 kinds|bot kind must be"):
+        games.step(last)
+    same(before, whole_state(games), "batch")
+    seats.broken = False  # the same step, with the last mask, now goes through
+    out, twin_out = games.step(last), twin.step(last)
+    for name in ("current_player", "observation", "action_mask", "rewards", "terminated"):
+        assert np.array_equal(getattr(out, name), getattr(twin_out, name)), name
+    assert np.array_equal(games.game_seeds, twin.game_seeds)
+
+
+def test_a_bad_seat_draw_at_reset_refuses_it_and_changes_nothing():
+    seats = Seats(SMALL.num_players)
+    games = ChickenFootBatch(SMALL, 4, bots=seats)
+    games.reset(seed=1)
+    before = whole_state(games)
+    seats.broken, seats.bad = True, ["greedy"] * 3
+    for seed in (2, None, [5, 6, 7, 8]):
+        with pytest.raises(ValueError, match="no outside seat"):
+            games.reset(seed=seed)
+        same(before, whole_state(games), f"reset(seed={seed})")
+
+
+@pytest.mark.parametrize("kind", ["illegal", "dtype", "shape"])
+def test_a_refused_step_restores_the_seeders_drawn_ahead(kind):
+    """A game that started a game in the last step has its next seats drawn at this step's
+    start; a refused action must leave that seeder as it was too."""
+    games = ChickenFootBatch(SMALL, 6, bots=Seats(SMALL.num_players), num_rounds=1)
+    rng = np.random.default_rng(1)
+    out = play_until_a_game_started(games, games.reset(seed=4), rng)
+    actions = masked_random(rng, out.action_mask)
+    bad = {"illegal": np.where(np.arange(6) == 5, SMALL.num_actions, actions),
+           "dtype": actions.astype(float), "shape": actions[:5]}[kind]
+    before = whole_state(games)
+    with pytest.raises(IllegalActionError if kind == "illegal" else ValueError):
+        games.step(bad)
+    same(before, whole_state(games), "batch")
+
+
+@pytest.mark.parametrize("seed", [1.5, -1, "3", True, [1, 2, 3, 4.0], [1, 2, 3], [1, 2, 3, -4],
+                                  np.float64(2.0), {"a": 1}])
+def test_a_bad_seed_is_a_value_error_naming_it_and_changes_nothing(seed):
+    games = ChickenFootBatch(SMALL, 4, bots={1: "random"})
+    games.reset(seed=3)
+    before = whole_state(games)
+    with pytest.raises(ValueError, match="seed must be None, an int or 4 ints, each non-negative"):
+        games.reset(seed=seed)
+    same(before, whole_state(games), "batch")
+
+
+def test_numpy_integer_seeds_are_taken():
+    a, b = ChickenFootBatch(SMALL, 3), ChickenFootBatch(SMALL, 3)
+    a.reset(seed=np.uint64(7))
+    b.reset(seed=np.array([1, 2, 3]))
+    c = ChickenFootBatch(SMALL, 3)
+    c.reset(seed=7)
+    assert np.array_equal(a.game_seeds, c.game_seeds)
+    c.reset(seed=[1, 2, 3])
+    assert np.array_equal(b.game_seeds, c.game_seeds)
+
+
+# ---------------------------------------------------------------------------- reset options
+@pytest.mark.parametrize("options, message", [
+    ({"seed": 3}, r"reset options \['seed'\] are not supported"),
+    ({"reset_mask": [True, False, True, False]}, "must be a bool numpy array of shape"),
+    ({"reset_mask": np.array([1, 0, 1, 0])}, "must be a bool numpy array of shape"),
+    ({"reset_mask": np.ones(3, bool)}, r"must be a bool numpy array of shape \(4,\)"),
+    ({"reset_mask": np.zeros(4, bool)}, "at least one True"),
+    ("reset_mask", "options must be None or a dict"),
+])
+def test_unknown_or_malformed_reset_options_are_refused_and_change_nothing(options, message):
+    games = ChickenFootBatch(SMALL, 4, bots={2: "greedy"})
+    games.reset(seed=3)
+    before = whole_state(games)
+    with pytest.raises(ValueError, match=message):
+        games.reset(seed=5, options=options)
+    same(before, whole_state(games), "batch")
+
+
+def test_reset_mask_resets_only_the_masked_games_with_the_seeds_a_full_reset_gives():
+    n = 6
+    mask = np.array([True, False, False, True, False, True])
+    games = ChickenFootBatch(SMALL, n, bots={1: "greedy"})
+    full = ChickenFootBatch(SMALL, n, bots={1: "greedy"})
+    rng = np.random.default_rng(2)
+    out = games.reset(seed=11)
+    for _ in range(7):
+        out = games.step(masked_random(rng, out.action_mask))
+    kept = {name: getattr(games.kernel.state, name)[~mask].copy()
+            for name in games.kernel.state._fields}
+    kept_seeds = games.game_seeds[~mask].copy()
+    out = games.reset(seed=23, options={"reset_mask": mask})
+    expected = full.reset(seed=23)
+    for name in ("current_player", "observation", "action_mask"):
+        assert np.array_equal(getattr(out, name)[mask], getattr(expected, name)[mask]), name
+    assert not out.rewards.any() and not out.terminated.any()
+    for name, rows in kept.items():  # the other games: not a field touched
+        assert np.array_equal(getattr(games.kernel.state, name)[~mask], rows), name
+    assert np.array_equal(games.game_seeds[~mask], kept_seeds)
+    assert np.array_equal(games.game_seeds[mask], full.game_seeds[mask])
+    for _ in range(300):  # the masked games go on playing the full reset's games, game after game
+        actions = masked_random(rng, out.action_mask)
+        twin = masked_random(rng, expected.action_mask)
+        twin[mask] = actions[mask]
+        out, expected = games.step(actions), full.step(twin)
+        for name in ("current_player", "observation", "rewards", "terminated"):
+            assert np.array_equal(getattr(out, name)[mask], getattr(expected, name)[mask]), name
+    assert np.array_equal(games.game_seeds[mask], full.game_seeds[mask])
+
+
+def test_reset_mask_before_a_first_reset_is_refused():
+    games = ChickenFootBatch(SMALL, 2)
+    with pytest.raises(ValueError, match="call reset\\(\\) without it first"):
+        games.reset(seed=1, options={"reset_mask": np.array([True, False])})
+
+
+# ---------------------------------------------------------------------------- sizes
+def test_a_batch_above_the_cap_is_refused_before_anything_large_is_allocated():
+    import tracemalloc
+
+    from cf_env.envs.vector_env import ChickenFootVectorEnv
+
+    per_game_bytes(ChickenFootConfig())  # measured (two tiny batches) before tracing
+    tracemalloc.start()
+    with pytest.raises(ValueError, match=r"num_envs must be at most \d+ for this config \(\d+ bytes a game"):
+        ChickenFootBatch(num_envs=10**7)
+    with pytest.raises(ValueError, match="num_envs must be at most"):
+        ChickenFootVectorEnv(num_envs=10**7)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 4 * 2**20, peak  # 10**7 games would hold ~70 GB
+    cap = max_num_envs(ChickenFootConfig())
+    assert cap * per_game_bytes(ChickenFootConfig()) <= MAX_BATCH_BYTES
+    with pytest.raises(ValueError, match=f"at most {cap} "):
+        ChickenFootBatch(num_envs=cap + 1)
+
+
+@pytest.mark.parametrize("max_pips", [6, 9])
+def test_the_cap_counts_at_least_what_a_game_holds(max_pips):
+    """per_game_bytes, the cap's basis, is at least what tracemalloc sees a game take (its
+    arrays and its Python objects), and grows with the set."""
+    import tracemalloc
+
+    cfg = ChickenFootConfig(max_pips=max_pips)
+    ChickenFootBatch(cfg, 2, final_observation=True).reset(seed=0)
+    n = 2000
+    tracemalloc.start()
+    games = ChickenFootBatch(cfg, n, bots={1: "greedy"}, final_observation=True)
+    out = games.reset(seed=0)
+    games.step(out.action_mask.argmax(axis=1))
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert held / n <= per_game_bytes(cfg), (held / n, per_game_bytes(cfg))
+    assert per_game_bytes(ChickenFootConfig(max_pips=12)) > per_game_bytes(cfg)
+
+
+# ---------------------------------------------------------------------------- opponent weights
+@pytest.mark.parametrize("weights", [[1.0, float("nan")], [1.0, float("inf")], [0.0, 0.0],
+                                     [1.0, -0.5], ["a", "b"], "ab", [1.0], [[1.0, 1.0]], [None, 1]])
+def test_bad_opponent_weights_are_refused(weights):
+    from cf_env.envs.vector_env import ChickenFootVectorEnv
+
+    with pytest.raises(ValueError, match="opponent weights must be 2 non-negative numbers, finite "
+                                         "and not all zero"):
+        ChickenFootVectorEnv(2, opponents=["random", "heuristic"], weights=weights)
+
+
+@pytest.mark.parametrize("weights", [[1e308, 1e308], [5e-324, 5e-324], [3.0, 3.0]])
+def test_equal_weights_of_any_size_draw_both_opponents_alike(weights):
+    from cf_env.envs.vector_env import ChickenFootVectorEnv
+
+    envs = ChickenFootVectorEnv(200, opponents=["random", "heuristic"], weights=weights,
+                                max_pips=6)
+    envs.reset(seed=0)
+    kinds = envs.batch.seat_kinds
+    bots = kinds[kinds != 0]
+    share = (bots == 1).mean()  # RANDOM
+    assert 0.4 < share < 0.6, share
