@@ -128,6 +128,7 @@ from cf_env.agents.kernel_bots import (
 )
 from cf_env.core.config import OPTION_FIELDS, REWARD_MODES, ChickenFootConfig, split_options
 from cf_env.core.kernel import (
+    O_PLAYABLE,
     KernelBatch,
     KernelState,
     _next_round,
@@ -572,11 +573,18 @@ class ChickenFootBatch:
             self._new_games(finished)
 
     def _observe_final(self, games: np.ndarray) -> None:
-        """The final observations of `games` (module docstring), from a copy of their rows."""
+        """The final observations of `games` (module docstring), from a copy of their rows.
+        `batch_observe` writes zeros for a finished game where `Encoder` writes its last
+        position with no playable value: so the copy is marked not over, and the playable
+        values of the finished ones are cleared after."""
         kb = self._kb
         rows = KernelState(*(array[games] for array in kb.state))
+        over = rows.game_over.copy()
+        rows.game_over[:] = False
         out = np.zeros((len(games), self.observation_size), np.float32)
         batch_observe(rows, kb.tables, kb.obs_tables, self._actor[games], out)
+        start, stop = (int(kb.obs_tables.starts[O_PLAYABLE]), int(kb.obs_tables.stops[O_PLAYABLE]))
+        out[over, start:stop] = 0.0
         self._final[games] = out
 
     def _output(self) -> BatchOutput:

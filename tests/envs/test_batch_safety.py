@@ -70,9 +70,9 @@ def test_the_batch_bots_run_without_jit_with_warnings_as_errors():
 
 
 # ---------------------------------------------------------------------------- state capture
-from cf_env import ChickenFootConfig, Engine  # noqa: E402, F401
+from cf_env import ChickenFootConfig, Engine  # noqa: E402
 from cf_env.core.engine import IllegalActionError  # noqa: E402
-from cf_env.core.observation import Encoder  # noqa: E402, F401
+from cf_env.core.observation import Encoder  # noqa: E402
 from cf_env.envs.batch import (  # noqa: E402
     MAX_BATCH_BYTES,
     ChickenFootBatch,
@@ -357,3 +357,185 @@ def test_equal_weights_of_any_size_draw_both_opponents_alike(weights):
     bots = kinds[kinds != 0]
     share = (bots == 1).mean()  # RANDOM
     assert 0.4 < share < 0.6, share
+
+
+# ---------------------------------------------------------------------------- final observations
+@pytest.mark.parametrize("episode", ["round", "game"])
+def test_final_observations_are_the_ended_positions_seen_by_the_seat_that_moved(episode):
+    """Every seat outside: each game is replayed in an `Engine` that stops between rounds
+    (auto_deal=False); where the batch says an episode ended, its final observation is the
+    engine's `Encoder.observe` of the position the round ended in, for the seat that moved."""
+    cfg = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=3)
+    n = 5
+    games = ChickenFootBatch(cfg, n, episode=episode, final_observation=True)
+    encoder = Encoder(cfg)
+    out = games.reset(seed=[3, 1, 4, 1, 5])
+    engines = [Engine(cfg, seed=int(s), auto_deal=False) for s in games.game_seeds]
+    rng = np.random.default_rng(0)
+    checked = {"rounds": 0, "games": 0}
+    for _ in range(400):
+        actions = masked_random(rng, out.action_mask)
+        movers = out.current_player.copy()
+        out = games.step(actions)
+        for i, engine in enumerate(engines):
+            ended = engine.step(int(actions[i]))
+            episode_ended = bool(ended) and (episode == "round" or engine.game_over)
+            assert out.terminated[i] == episode_ended
+            if episode_ended:
+                seen = encoder.observe(engine, int(movers[i]))
+                assert np.array_equal(games.final_observation[i], seen), (i, engine.round)
+                checked["games" if engine.game_over else "rounds"] += 1
+            if engine.game_over:
+                engines[i] = engine = Engine(cfg, seed=int(games.game_seeds[i]), auto_deal=False)
+            elif ended:
+                engine.deal_next()
+            assert np.array_equal(out.observation[i], encoder.observe(engine, engine.current))
+    assert checked["games"] >= 3 and (episode == "game" or checked["rounds"] >= 5), checked
+
+
+def test_final_observations_after_bot_moves_show_the_hand_the_round_was_scored_on():
+    """Rounds also end on bots' moves (inside the compiled loop): the final observation's hand
+    is the one the seat that moved was scored on (its round points, R12)."""
+    cfg = ChickenFootConfig(max_pips=6, num_players=4, num_rounds=2)
+    n = 16
+    games = ChickenFootBatch(cfg, n, bots={1: "greedy", 2: "random", 3: "heuristic"},
+                             episode="round", final_observation=True)
+    points = games.kernel.tables.points
+    count = cfg.num_tiles
+    out = games.reset(seed=8)
+    rng = np.random.default_rng(1)
+    checked = 0
+    for _ in range(300):
+        out = games.step(masked_random(rng, out.action_mask))
+        st = games.kernel.state
+        # rows whose ended round is still the last one scored (no second round ended after it)
+        for i in np.flatnonzero(out.terminated & ~out.game_over):
+            hand = games.final_observation[i, :count].astype(bool)
+            assert int(points[hand].sum()) == int(st.round_points[i, 0]), i
+            checked += 1
+    assert checked > 30
+
+
+# ---------------------------------------------------------------------------- Gymnasium's contract
+def make_vec(num_envs: int, **kwargs):
+    import gymnasium as gym
+
+    import cf_env  # noqa: F401  (registers the ids)
+    from cf_env.envs.single_agent import ENV_ID
+
+    return gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point",
+                        **kwargs)
+
+
+def test_same_step_final_obs_and_final_info_follow_gymnasiums_layout():
+    from gymnasium.vector import AutoresetMode
+
+    envs = make_vec(8, opponents=["greedy", "random"], max_pips=6, num_players=3)
+    assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    obs, info = envs.reset(seed=0)
+    assert "final_obs" not in info
+    rng = np.random.default_rng(0)
+    ended_steps = 0
+    for _ in range(200):
+        seats = info["learner_seat"].copy()
+        obs, reward, terminated, truncated, info = envs.step(masked_random(rng, info["action_mask"]))
+        if not terminated.any():
+            assert "final_obs" not in info and "final_info" not in info
+            continue
+        ended_steps += 1
+        final_obs, final_info = info["final_obs"], info["final_info"]
+        assert final_obs.dtype == object and final_obs.shape == (8,)
+        assert np.array_equal(info["_final_obs"], terminated)
+        assert np.array_equal(info["_final_info"], terminated)
+        for i in range(8):
+            if terminated[i]:
+                assert envs.single_observation_space.contains(final_obs[i])
+                assert final_info["learner_seat"][i] == seats[i]
+                assert np.flatnonzero(final_info["action_mask"][i]).tolist() == [envs.config.pass_action]
+            else:
+                assert final_obs[i] is None
+        for key in ("learner_seat", "round_over", "game_over", "action_mask"):
+            assert np.array_equal(final_info[f"_{key}"], terminated)
+        assert final_info["round_over"][terminated].all()
+    assert ended_steps > 10
+
+
+def test_final_obs_and_final_info_are_laid_out_as_gymnasiums_own_add_info_lays_them():
+    """Gymnasium's SAME_STEP vector envs build the infos with `VectorEnv._add_info(infos,
+    {"final_obs": obs, "final_info": info}, i)` for each ended sub-env: built so from the
+    env's own pieces, they equal what the env returns (keys, masks, dtypes, values)."""
+    envs = make_vec(6, opponents=["random"], max_pips=6, num_players=2)
+    obs, info = envs.reset(seed=6)
+    rng = np.random.default_rng(5)
+    compared = 0
+    for _ in range(120):
+        seats = info["learner_seat"].copy()
+        obs, reward, terminated, truncated, info = envs.step(masked_random(rng, info["action_mask"]))
+        if not terminated.any():
+            continue
+        expected: dict = {}
+        for i in np.flatnonzero(terminated):
+            mask = np.zeros(envs.config.num_actions, bool)
+            mask[envs.config.pass_action] = True
+            single = {"learner_seat": np.int32(seats[i]), "round_over": bool(info["round_over"][i]),
+                      "game_over": bool(info["game_over"][i]), "action_mask": mask}
+            expected = envs._add_info(expected, {"final_obs": info["final_obs"][i].copy(),
+                                                 "final_info": single}, int(i))
+        assert sorted(k for k in info if "final" in k) == sorted(expected)
+        same(freeze({k: v for k, v in expected.items() if k != "final_obs"}),
+             freeze({k: info[k] for k in expected if k != "final_obs"}), "infos")
+        assert [o is None for o in expected["final_obs"]] == [o is None for o in info["final_obs"]]
+        compared += 1
+    assert compared > 5
+
+
+def test_gymnasiums_stateful_vector_wrappers_read_the_same_step_mode():
+    """RecordEpisodeStatistics and NormalizeReward read `metadata["autoreset_mode"]`: under
+    SAME_STEP every step belongs to an episode and a return restarts right after `terminated`.
+    Their statistics equal the ones counted here from the raw env's rewards and flags."""
+    from gymnasium.wrappers.vector import NormalizeReward, RecordEpisodeStatistics
+
+    n, gamma = 6, 0.9
+    normalized = NormalizeReward(make_vec(n, opponents=["heuristic"], max_pips=6, num_players=2),
+                                 gamma=gamma)
+    envs = RecordEpisodeStatistics(normalized)
+    obs, info = envs.reset(seed=4)
+    rng = np.random.default_rng(2)
+    lengths, returns, discounted = np.zeros(n, int), np.zeros(n), np.zeros(n)
+    episodes = 0
+    for _ in range(150):
+        obs, reward, terminated, truncated, info = envs.step(masked_random(rng, info["action_mask"]))
+        scale = np.sqrt(normalized.return_rms.var + normalized.epsilon)
+        raw_reward = reward * scale
+        lengths += 1
+        returns += reward  # the statistics wrap the normalized rewards
+        discounted = discounted * gamma + raw_reward
+        discounted[terminated] = 0.0
+        np.testing.assert_allclose(normalized.accumulated_reward, discounted, rtol=1e-4, atol=1e-6)
+        if terminated.any():
+            assert np.array_equal(info["episode"]["l"][terminated], lengths[terminated])
+            np.testing.assert_allclose(info["episode"]["r"][terminated], returns[terminated],
+                                       rtol=1e-4, atol=1e-6)
+            episodes += terminated.sum()
+            lengths[terminated], returns[terminated] = 0, 0.0
+    assert episodes > 10
+
+
+def test_the_vector_env_honours_reset_mask_and_refuses_other_options():
+    envs = make_vec(4, opponents=["greedy"], max_pips=6)
+    full = make_vec(4, opponents=["greedy"], max_pips=6)
+    obs, info = envs.reset(seed=1)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        obs, *_, info = envs.step(masked_random(rng, info["action_mask"]))
+    mask = np.array([False, True, False, True])
+    kept = obs.copy()
+    obs, info = envs.reset(seed=7, options={"reset_mask": mask})
+    expected, expected_info = full.reset(seed=7)
+    assert np.array_equal(obs[mask], expected[mask])
+    assert np.array_equal(obs[~mask], kept[~mask])
+    assert np.array_equal(info["learner_seat"][mask], expected_info["learner_seat"][mask])
+    before = whole_state(envs.batch)
+    with pytest.raises(ValueError, match=r"reset options \['render'\] are not supported"):
+        envs.reset(seed=7, options={"render": True})
+    same(before, whole_state(envs.batch), "batch")
