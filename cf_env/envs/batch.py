@@ -49,8 +49,8 @@ Final observations (`final_observation=True`): `final_observation` is an (N, D) 
 whose row i, where the step returned `terminated[i]`, is the observation of the position the
 episode ended in, for the seat that made the step's decision (`current_player` before the step;
 in the vector env, the learner): the table and hands as the last move left them, before the next
-round or game is dealt (`Encoder.observe` of an `Engine` with `auto_deal=False`; all zeros for a
-finished game, as `Encoder.observe` gives). Other rows are stale. Gymnasium's SAME_STEP contract
+round or game is dealt (`Encoder.observe` of an `Engine` with `auto_deal=False`, a finished game
+included: its last position, with no playable value). Other rows are stale. Gymnasium's SAME_STEP contract
 puts it in the infos as `final_obs`; the vector env does. To take it, the adapter runs the kernel
 with tables that stop at a round's end (`kernel_tables(config, deal_at_end=False)`) and deals the
 next round itself from the same queued shuffle: the games are the same either way (the
@@ -93,9 +93,10 @@ decision (returned again, with zero rewards and flags). Any other option key is 
 Size: `num_envs` is at most `max_num_envs(config)`: `MAX_BATCH_BYTES` (4 GiB) over the bytes
 one game holds (`per_game_bytes(config)`: its arrays, from the batch's own `nbytes`, plus
 `PYTHON_BYTES_PER_GAME` for its two `numpy.random.Generator`s, about 870 bytes each by
-tracemalloc). The default config (double-nine, 4 players) holds 6,882 bytes a game: at most
-624,047 games; double-six 4,663 (921,055); double-eighteen 18,591 (231,026). The check runs
-before anything is allocated for the games.
+tracemalloc), counted with final observations and privileged rows so as to bound every
+option. The default config (double-nine, 4 players) holds 8,583 bytes a game (6,535 in arrays):
+at most 500,403 games; double-six 5,608 (765,864 games); double-twelve 12,620 (340,330);
+double-eighteen 24,260 (177,039). The check runs before anything is allocated for the games.
 
 Bad input, all-or-nothing: `step` raises `ValueError` for actions that are not an integer array of
 shape (N,), and `IllegalActionError` naming the first game whose action is not legal, its action

@@ -31,8 +31,12 @@ there, on the steps where some sub-env's episode ended. SAME_STEP rather than NE
 every step is then a real decision: a CleanRL- or SB3-style rollout stores (observation, mask,
 action, reward, done) per step with no dead step to mask out, and SB3's `terminal_observation` is
 `final_obs`. The env never truncates (`truncated` is always False), so a learner bootstraps only
-where its own rollout is cut, from the observation returned; `final_obs` is there for wrappers
-(Gymnasium's observation wrappers transform it) and for learners that read it on any episode end.
+where its own rollout is cut, from the observation returned; `final_obs` is there for the
+contract and for learners that read it on any episode end. Gymnasium's wrappers that read the
+mode work with it (`RecordEpisodeStatistics`, `NormalizeReward`: tests/envs/test_batch_safety.py);
+Gymnasium 1.4's observation wrappers (`DtypeObservation` and the other
+`VectorObservationWrapper`s, `NormalizeObservation`) accept NEXT_STEP only: with those, use `vectorization_mode="sync"`
+(the single-agent env in Gymnasium's NEXT_STEP vector env).
 
 Seeding: `reset(seed=s)` seeds every sub-env's seeder as `ChickenFootBatch.reset(seed=s)` does (an
 int, or one non-negative int per sub-env); same seed, same games. `reset(options={"reset_mask":
