@@ -106,9 +106,10 @@ runs: each game's next seats are drawn one game ahead, before anything changes (
 game dealt and the next one; at `step`, the next one for each game that started a game in the
 last call), so a draw that raises or gives an invalid seat set (a wrong length, an unknown kind,
 no outside seat) refuses the call with the seeders restored. One case draws during a call: a game
-that ends twice in one call (a whole game of bot and forced moves only, possible on tiny configs),
-whose second draw, should it fail, raises with the call half done; a seat sampler that always
-gives valid seats (the vector env's) never meets it.
+that ends twice in one call (a whole game of bot and forced moves only: rare on the default
+config, common on tiny ones, e.g. one round of two-tile hands), whose second draw, should it
+fail, raises with the call half done (not all-or-nothing); a seat sampler that always gives valid
+seats (the vector env's) never meets it.
 """
 
 from __future__ import annotations
