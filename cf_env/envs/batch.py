@@ -143,6 +143,10 @@ from cf_env.core.rewards import game_rewards_batch, round_rewards_batch
 EPISODES = ("game", "round")
 KIND_NAMES = {"outside": OUTSIDE, **BOT_KINDS}
 RESET_OPTIONS = ("reset_mask",)
+# Final observations: observe all N games when N <= a + b * (games ended), else copy out the
+# ended games' rows first (about 8 us + 0.14 us a game against 22 us + 1.5 us an ended game,
+# timed on the default config under load).
+FULL_OBSERVE = [128, 8]
 
 # Sizes (module docstring: Size). A game's arrays are measured on the batch itself (per_game_bytes);
 # its Python objects are two Generators, the seeder and the kernel's shuffle stream (~870 bytes
@@ -575,16 +579,27 @@ class ChickenFootBatch:
             self._new_games(finished)
 
     def _observe_final(self, games: np.ndarray) -> None:
-        """The final observations of `games` (module docstring), from a copy of their rows.
-        `batch_observe` writes zeros for a finished game where `Encoder` writes its last
-        position with no playable value: so the copy is marked not over, and the playable
-        values of the finished ones are cleared after."""
+        """The final observations of `games` (module docstring). `batch_observe` writes zeros for
+        a finished game where `Encoder` writes its last position with no playable value: so the
+        finished ones are observed marked not over, and their playable values cleared after.
+        Small batches observe every game into the output buffer (which `_output` rewrites);
+        larger ones a copy of the ended games' rows (the cheaper of the two; FULL_OBSERVE)."""
         kb = self._kb
-        rows = KernelState(*(array[games] for array in kb.state))
-        over = rows.game_over.copy()
-        rows.game_over[:] = False
-        out = np.zeros((len(games), self.observation_size), np.float32)
-        batch_observe(rows, kb.tables, kb.obs_tables, self._actor[games], out)
+        st = kb.state
+        if self.num_envs <= FULL_OBSERVE[0] + FULL_OBSERVE[1] * len(games):
+            over = st.game_over[games]  # a copy: fancy indexing
+            st.game_over[games] = False
+            try:
+                batch_observe(st, kb.tables, kb.obs_tables, self._actor, kb.observations)
+            finally:
+                st.game_over[games] = over
+            out = kb.observations[games]
+        else:
+            rows = KernelState(*(array[games] for array in st))
+            over = rows.game_over.copy()
+            rows.game_over[:] = False
+            out = np.zeros((len(games), self.observation_size), np.float32)
+            batch_observe(rows, kb.tables, kb.obs_tables, self._actor[games], out)
         start, stop = (int(kb.obs_tables.starts[O_PLAYABLE]), int(kb.obs_tables.stops[O_PLAYABLE]))
         out[over, start:stop] = 0.0
         self._final[games] = out

@@ -360,11 +360,17 @@ def test_equal_weights_of_any_size_draw_both_opponents_alike(weights):
 
 
 # ---------------------------------------------------------------------------- final observations
-@pytest.mark.parametrize("episode", ["round", "game"])
-def test_final_observations_are_the_ended_positions_seen_by_the_seat_that_moved(episode):
+@pytest.mark.parametrize("episode, observe_all", [("round", True), ("game", True),
+                                                   ("round", False), ("game", False)])
+def test_final_observations_are_the_ended_positions_seen_by_the_seat_that_moved(
+        episode, observe_all, monkeypatch):
     """Every seat outside: each game is replayed in an `Engine` that stops between rounds
     (auto_deal=False); where the batch says an episode ended, its final observation is the
-    engine's `Encoder.observe` of the position the round ended in, for the seat that moved."""
+    engine's `Encoder.observe` of the position the round ended in, for the seat that moved.
+    Both ways of observing them: every game, or the ended games' rows copied out."""
+    import cf_env.envs.batch as batch_module
+
+    monkeypatch.setattr(batch_module, "FULL_OBSERVE", [10**9, 0] if observe_all else [0, 0])
     cfg = ChickenFootConfig(max_pips=6, num_players=3, num_rounds=3)
     n = 5
     games = ChickenFootBatch(cfg, n, episode=episode, final_observation=True)
@@ -393,9 +399,14 @@ def test_final_observations_are_the_ended_positions_seen_by_the_seat_that_moved(
     assert checked["games"] >= 3 and (episode == "game" or checked["rounds"] >= 5), checked
 
 
-def test_final_observations_after_bot_moves_show_the_hand_the_round_was_scored_on():
+@pytest.mark.parametrize("observe_all", [True, False])
+def test_final_observations_after_bot_moves_show_the_hand_the_round_was_scored_on(observe_all,
+                                                                                 monkeypatch):
     """Rounds also end on bots' moves (inside the compiled loop): the final observation's hand
     is the one the seat that moved was scored on (its round points, R12)."""
+    import cf_env.envs.batch as batch_module
+
+    monkeypatch.setattr(batch_module, "FULL_OBSERVE", [10**9, 0] if observe_all else [0, 0])
     cfg = ChickenFootConfig(max_pips=6, num_players=4, num_rounds=2)
     n = 16
     games = ChickenFootBatch(cfg, n, bots={1: "greedy", 2: "random", 3: "heuristic"},
