@@ -144,8 +144,9 @@ EPISODES = ("game", "round")
 KIND_NAMES = {"outside": OUTSIDE, **BOT_KINDS}
 RESET_OPTIONS = ("reset_mask",)
 # Final observations: observe all N games when N <= a + b * (games ended), else copy out the
-# ended games' rows first (about 8 us + 0.14 us a game against 22 us + 1.5 us an ended game,
-# timed on the default config under load).
+# ended games' rows first. Copying a game's rows (one fancy index per state array) costs about
+# ten times observing a game in compiled code, and the copy has a larger fixed cost: hence the
+# bounds (docs/speed/kernel.md, "Final observations").
 FULL_OBSERVE = [128, 8]
 
 # Sizes (module docstring: Size). A game's arrays are measured on the batch itself (per_game_bytes);
