@@ -261,10 +261,10 @@ def _kind_code(kind) -> int:
         if kind not in KIND_NAMES:
             raise ValueError(f"bot kind must be one of {sorted(KIND_NAMES)}; got {kind!r}")
         return KIND_NAMES[kind]
-    code = int(kind)
-    if code not in KIND_NAMES.values() or isinstance(kind, bool):
-        raise ValueError(f"bot kind code must be one of {sorted(KIND_NAMES.values())}; got {kind!r}")
-    return code
+    if not _is_int(kind) or int(kind) not in KIND_NAMES.values():
+        raise ValueError(f"bot kind must be one of {sorted(KIND_NAMES)} or a code in "
+                         f"{sorted(KIND_NAMES.values())}; got {kind!r}")
+    return int(kind)
 
 
 class ChickenFootBatch:

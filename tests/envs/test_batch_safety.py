@@ -162,6 +162,9 @@ def play_until_a_game_started(games: ChickenFootBatch, out, rng) -> object:
     ["greedy", "greedy", "greedy"],             # no outside seat
     ["outside", "greedy"],                      # a seat short
     ["outside", "greedy", "ismcts"],            # not a bot kind
+    ["outside", "greedy", 1.5],                 # not a kind code
+    ["outside", "greedy", None],
+    5,                                          # not a list
     RuntimeError("sampler failed"),             # the sampler itself raises
 ])
 def test_a_bad_seat_draw_at_an_autoreset_refuses_the_step_and_changes_nothing(bad):
@@ -180,7 +183,7 @@ def test_a_bad_seat_draw_at_an_autoreset_refuses_the_step_and_changes_nothing(ba
     last = masked_random(rng, out.action_mask)
     seats.broken, seats.bad = True, bad
     with pytest.raises(type(bad) if isinstance(bad, Exception) else ValueError,
-                       match="sampler failed|no outside seat|must give 3 kinds|bot kind must be"):
+                       match="sampler failed|no outside seat|must give 3 kinds|bot kind must be one of"):
         games.step(last)
     same(before, whole_state(games), "batch")
     seats.broken = False  # the same step, with the last mask, now goes through
