@@ -438,7 +438,7 @@ class ChickenFootBatch:
             for game in games.tolist():
                 seeders[game] = np.random.default_rng(seeds[game])
             ahead[games] = False
-        saved = self._save_seeders(seeders, games)
+        saved = [] if seeds is not None else self._save_seeders(seeders, games)  # new ones: dropped
         try:
             first = self._draw(seeders, games, ahead)
             ahead[games] = False
