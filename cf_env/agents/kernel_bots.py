@@ -40,6 +40,7 @@ from cf_env.core.kernel import (
     ZERO,
     apply_action,
     count_bits,
+    inline_jit,
     jit,
     legal_into,
     nth_bit,
@@ -68,13 +69,38 @@ def heuristic_weights() -> np.ndarray:
     return np.array([getattr(HeuristicPolicy, name) for name in _WEIGHT_NAMES], np.float64)
 
 
+# splitmix64 works modulo 2**64. Compiled uint64 arithmetic wraps silently, but numpy's uint64
+# scalars (the same code under NUMBA_DISABLE_JIT=1) warn on every overflow, an error under
+# `python -W error`; so the sums and products are built from 32-bit halves, none of which can
+# overflow: the same values either way, without a warning.
+_LOW32 = np.uint64(0xFFFFFFFF)
+_SHIFT32 = np.uint64(32)
+
+
+@inline_jit
+def add64(a, b):
+    """(a + b) mod 2**64 of two uint64, with no intermediate overflow."""
+    lo = (a & _LOW32) + (b & _LOW32)
+    hi = (a >> _SHIFT32) + (b >> _SHIFT32) + (lo >> _SHIFT32)
+    return ((hi & _LOW32) << _SHIFT32) | (lo & _LOW32)
+
+
+@inline_jit
+def mul64(a, b):
+    """(a * b) mod 2**64 of two uint64, with no intermediate overflow."""
+    a_lo, a_hi = a & _LOW32, a >> _SHIFT32
+    b_lo, b_hi = b & _LOW32, b >> _SHIFT32
+    cross = (((a_hi * b_lo) & _LOW32) + ((a_lo * b_hi) & _LOW32)) & _LOW32
+    return add64(a_lo * b_lo, cross << _SHIFT32)
+
+
 @jit
 def next_uniform(bot_rng, i):
     """splitmix64 step of game i's stream: a float in [0, 1) with 53 random bits."""
-    x = bot_rng[i] + np.uint64(0x9E3779B97F4A7C15)
+    x = add64(bot_rng[i], np.uint64(0x9E3779B97F4A7C15))
     bot_rng[i] = x
-    z = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = mul64(x ^ (x >> np.uint64(30)), np.uint64(0xBF58476D1CE4E5B9))
+    z = mul64(z ^ (z >> np.uint64(27)), np.uint64(0x94D049BB133111EB))
     z = z ^ (z >> np.uint64(31))
     return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 

@@ -45,6 +45,17 @@ its next game in the same step (the next seed of its stream, below), and the ste
 new game's first decision (observation, mask, current player) beside the finished game's
 rewards and `terminated=True` (pgx's convention, Gymnasium's SAME_STEP autoreset).
 
+Final observations (`final_observation=True`): `final_observation` is an (N, D) float32 buffer
+whose row i, where the step returned `terminated[i]`, is the observation of the position the
+episode ended in, for the seat that made the step's decision (`current_player` before the step;
+in the vector env, the learner): the table and hands as the last move left them, before the next
+round or game is dealt (`Encoder.observe` of an `Engine` with `auto_deal=False`, a finished game
+included: its last position, with no playable value). Other rows are stale. Gymnasium's SAME_STEP contract
+puts it in the infos as `final_obs`; the vector env does. To take it, the adapter runs the kernel
+with tables that stop at a round's end (`kernel_tables(config, deal_at_end=False)`) and deals the
+next round itself from the same queued shuffle: the games are the same either way (the
+differential of tests/envs/test_batch.py).
+
 Episodes: `episode="game"` (default) ends an episode with the game; `episode="round"` with every
 round (R4; the game carries on into the next round, as in the single-agent env), and the game's
 end is a round end too. Rewards (`reward_mode`, cf_env/core/rewards.py): "zero_sum" (default)
@@ -68,18 +79,42 @@ games that an AEC env reset with `reset(seed=s)` and then `reset()` plays, one p
 `reset(seed=s)` with an int s gives game i the seeder seed
 `int(np.random.SeedSequence(s).generate_state(N, np.uint64)[i])` (a prefix of the games does not
 depend on N); `reset(seed=[s_0, ..., s_{N-1}])` gives them as listed; `reset()` without a seed
-starts each game's next game from its seeder (fresh entropy before the first seeded reset). A
+starts each game's next game from its seeder (fresh entropy before the first seeded reset). Seeds
+are non-negative ints (Python or numpy integers; not bools, floats or strings). A
 callable `bots` draws from the seeder before the engine seed. The bots' ties are
 broken by a splitmix64 stream per game seeded with the game's engine seed.
 
-Bad input: `step` raises `ValueError` for actions that are not an integer array of shape (N,),
-and `IllegalActionError` naming the first game whose action is not legal, its action and its
-legal ones; either way no game has changed (`KernelBatch.step` checks the whole batch before any
-game moves, and nothing else runs before it).
+`reset(seed=..., options={"reset_mask": mask})` (Gymnasium's partial reset): `mask` is a bool
+numpy array of shape (N,) with at least one True; only those games are dealt a new game, each
+with the seed a full reset would give it (an int s: its `SeedSequence` entry; a list: its own
+entry; None: its seeder's next game), the others keep their game, their seeders and their
+decision (returned again, with zero rewards and flags). Any other option key is refused.
+
+Size: `num_envs` is at most `max_num_envs(config)`: `MAX_BATCH_BYTES` (4 GiB) over the bytes
+one game holds (`per_game_bytes(config)`: its arrays, from the batch's own `nbytes`, plus
+`PYTHON_BYTES_PER_GAME` for its two `numpy.random.Generator`s, about 870 bytes each by
+tracemalloc), counted with final observations and privileged rows so as to bound every
+option. The default config (double-nine, 4 players) holds 8,583 bytes a game (6,535 in arrays):
+at most 500,403 games; double-six 5,608 (765,864 games); double-twelve 12,620 (340,330);
+double-eighteen 24,260 (177,039). The check runs before anything is allocated for the games.
+
+Bad input, all-or-nothing: `step` raises `ValueError` for actions that are not an integer array of
+shape (N,), and `IllegalActionError` naming the first game whose action is not legal, its action
+and its legal ones; `reset` raises `ValueError` for a bad seed or option. Either way no game, no
+seeder and no field of the adapter has changed. A callable `bots` is the only outside code a call
+runs: each game's next seats are drawn one game ahead, before anything changes (at `reset`, the
+game dealt and the next one; at `step`, the next one for each game that started a game in the
+last call), so a draw that raises or gives an invalid seat set (a wrong length, an unknown kind,
+no outside seat) refuses the call with the seeders restored. One case draws during a call: a game
+that ends twice in one call (a whole game of bot and forced moves only: rare on the default
+config, common on tiny ones, e.g. one round of two-tile hands), whose second draw, should it
+fail, raises with the call half done (not all-or-nothing); a seat sampler that always gives valid
+seats (the vector env's) never meets it.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -94,11 +129,100 @@ from cf_env.agents.kernel_bots import (
     heuristic_weights,
 )
 from cf_env.core.config import OPTION_FIELDS, REWARD_MODES, ChickenFootConfig, split_options
-from cf_env.core.kernel import KernelBatch
+from cf_env.core.kernel import (
+    O_PLAYABLE,
+    KernelBatch,
+    KernelState,
+    _next_round,
+    batch_observe,
+    jit,
+    kernel_tables,
+)
 from cf_env.core.rewards import game_rewards_batch, round_rewards_batch
 
 EPISODES = ("game", "round")
 KIND_NAMES = {"outside": OUTSIDE, **BOT_KINDS}
+RESET_OPTIONS = ("reset_mask",)
+# Final observations: observe all N games when N <= a + b * (games ended), else copy out the
+# ended games' rows first. Copying a game's rows (one fancy index per state array) costs about
+# ten times observing a game in compiled code, and the copy has a larger fixed cost: hence the
+# bounds (docs/speed/kernel.md, "Final observations").
+FULL_OBSERVE = [128, 8]
+
+# Sizes (module docstring: Size). A game's arrays are measured on the batch itself (per_game_bytes);
+# its Python objects are two Generators, the seeder and the kernel's shuffle stream (~870 bytes
+# each by tracemalloc, rounded up).
+MAX_BATCH_BYTES = 4 * 2**30
+PYTHON_BYTES_PER_GAME = 2048
+
+
+@functools.lru_cache(maxsize=64)
+def per_game_bytes(config: ChickenFootConfig) -> int:
+    """Bytes one game of `config` holds in a `ChickenFootBatch` (with final observations and
+    privileged rows): the growth of `nbytes` from one game to two, plus PYTHON_BYTES_PER_GAME."""
+    one = ChickenFootBatch(config, 1, final_observation=True, privileged=True)
+    two = ChickenFootBatch(config, 2, final_observation=True, privileged=True)
+    return two.nbytes - one.nbytes + PYTHON_BYTES_PER_GAME
+
+
+def max_num_envs(config: ChickenFootConfig) -> int:
+    """The most games one `ChickenFootBatch` of `config` takes: MAX_BATCH_BYTES // per game."""
+    return MAX_BATCH_BYTES // per_game_bytes(config)
+
+
+@jit
+def _deal_next_rounds(st, tb, games, perms):
+    """R4 for games whose round ended (not their game) under tables without `deal_at_end`: the
+    next round dealt from perms[j] for games[j], as the kernel's own round end deals it from
+    next_perm (`cf_env.core.kernel._end_round`)."""
+    for j in range(games.shape[0]):
+        i = games[j]
+        for k in range(st.boneyard.shape[1]):
+            st.boneyard[i, k] = perms[j, k]
+        _next_round(st, tb, i)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _seeder_seeds(seed, n: int) -> list[int] | None:
+    """The N seeder seeds `reset(seed=...)` gives (module docstring: Seeding); None for None."""
+    if seed is None:
+        return None
+    problem = f"seed must be None, an int or {n} ints, each non-negative; got "
+    if _is_int(seed):
+        if seed < 0:
+            raise ValueError(problem + repr(seed))
+        return np.random.SeedSequence(int(seed)).generate_state(n, np.uint64).tolist()
+    if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)):
+        raise ValueError(problem + f"{type(seed).__name__} {seed!r}")
+    seeds = list(seed)
+    if len(seeds) != n or not all(_is_int(s) and s >= 0 for s in seeds):
+        raise ValueError(problem + repr(seed))
+    return [int(s) for s in seeds]
+
+
+def _reset_mask(options, n: int) -> np.ndarray | None:
+    """The games `reset(options=...)` resets: None (all) or a bool mask (module docstring)."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise ValueError(f"options must be None or a dict; got {type(options).__name__}")
+    unknown = sorted(map(str, set(options) - set(RESET_OPTIONS)))
+    if unknown:
+        raise ValueError(f"reset options {unknown} are not supported; the only option is "
+                         "'reset_mask'")
+    if "reset_mask" not in options:
+        return None
+    mask = options["reset_mask"]
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (n,):
+        raise ValueError(f"options['reset_mask'] must be a bool numpy array of shape ({n},); got "
+                         f"{type(mask).__name__} {getattr(mask, 'dtype', '')} "
+                         f"{getattr(mask, 'shape', '')}")
+    if not mask.any():
+        raise ValueError("options['reset_mask'] must have at least one True (the games to reset)")
+    return mask
 
 
 class BatchOutput(NamedTuple):
@@ -137,10 +261,10 @@ def _kind_code(kind) -> int:
         if kind not in KIND_NAMES:
             raise ValueError(f"bot kind must be one of {sorted(KIND_NAMES)}; got {kind!r}")
         return KIND_NAMES[kind]
-    code = int(kind)
-    if code not in KIND_NAMES.values() or isinstance(kind, bool):
-        raise ValueError(f"bot kind code must be one of {sorted(KIND_NAMES.values())}; got {kind!r}")
-    return code
+    if not _is_int(kind) or int(kind) not in KIND_NAMES.values():
+        raise ValueError(f"bot kind must be one of {sorted(KIND_NAMES)} or a code in "
+                         f"{sorted(KIND_NAMES.values())}; got {kind!r}")
+    return int(kind)
 
 
 class ChickenFootBatch:
@@ -157,10 +281,11 @@ class ChickenFootBatch:
         skip_forced: bool = False,
         privileged: bool = False,
         auto_reset: bool = True,
+        final_observation: bool = False,
         **rules,
     ):
         self.config = cfg = _rules(config, rules)
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        if not _is_int(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int; got {num_envs!r}")
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}; got {reward_mode!r}")
@@ -169,14 +294,22 @@ class ChickenFootBatch:
         if episode == "round" and reward_mode == "win":
             raise ValueError("reward_mode='win' pays only at the end of a game; use episode='game' with it")
         for name, flag in (("skip_forced", skip_forced), ("privileged", privileged),
-                           ("auto_reset", auto_reset)):
+                           ("auto_reset", auto_reset), ("final_observation", final_observation)):
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be a bool; got {flag!r}")
+        if num_envs > 2 and num_envs > max_num_envs(cfg):  # before anything is allocated
+            raise ValueError(
+                f"num_envs must be at most {max_num_envs(cfg)} for this config "
+                f"({per_game_bytes(cfg)} bytes a game, {MAX_BATCH_BYTES // 2**30} GiB a batch); "
+                f"got {num_envs}")
         n, players = int(num_envs), cfg.num_players
         self.num_envs, self.num_players, self.num_actions = n, players, cfg.num_actions
         self.reward_mode, self.episode = reward_mode, episode
         self.skip_forced, self.auto_reset = skip_forced, auto_reset
         self._kb = KernelBatch(cfg, n)
+        # Rounds stop at their end, for the final observations; this adapter deals the next round
+        # (`_deal_next_rounds`) from the shuffle the kernel had queued (module docstring).
+        self._kb.tables = kernel_tables(cfg, deal_at_end=False)
         self.observation_size = self._kb.obs_tables.size
         self.privileged_size = self._kb.priv_tables.size
         self._seat_kind = np.zeros((n, players), np.int8)
@@ -190,6 +323,16 @@ class ChickenFootBatch:
         self._acc = np.zeros((n, players), np.float64)  # the step's rewards, summed as the AEC env sums
         self._closed = np.zeros(n, bool)  # the episode ended earlier in this step: pay nothing more
         self._seeders: list[np.random.Generator] = [np.random.default_rng() for _ in range(n)]
+        # Each game's next game drawn ahead from its seeder (module docstring: Bad input).
+        self._ahead = np.zeros(n, bool)
+        self._ahead_kinds = np.zeros((n, players), np.int8)
+        self._ahead_seed = np.zeros(n, np.int64)
+        # Scratch of one step, written before the kernel moves: the seat that made the step's
+        # decision, and the queued shuffles (the next round's, for the games whose round ends).
+        self._actor = np.zeros(n, np.int32)
+        self._perms = np.zeros_like(self._kb.state.next_perm)
+        self._final = (np.zeros((n, self.observation_size), np.float32) if final_observation
+                       else None)
         self.game_seeds = np.zeros(n, np.int64)  # each game's engine seed (module docstring)
         self._out = BatchOutput(
             current_player=np.zeros(n, np.int32),
@@ -212,7 +355,7 @@ class ChickenFootBatch:
             self._seat_sampler = bots
         elif isinstance(bots, Mapping):
             for seat, kind in bots.items():
-                if isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < players:
+                if not _is_int(seat) or not 0 <= seat < players:
                     raise ValueError(f"bots: seat must be an int in 0..{players - 1}; got {seat!r}")
                 self._seat_kind[:, seat] = _kind_code(kind)
         else:
@@ -223,10 +366,11 @@ class ChickenFootBatch:
             if not np.isin(kinds, list(KIND_NAMES.values())).all():
                 raise ValueError(f"bots: kind codes must be in {sorted(KIND_NAMES.values())}")
             self._seat_kind[:] = kinds
-        self._check_outside(np.arange(n))
+        self._check_outside(self._seat_kind, np.arange(n))
 
-    def _check_outside(self, games: np.ndarray) -> None:
-        lacking = games[(self._seat_kind[games] != OUTSIDE).all(axis=1)]
+    @staticmethod
+    def _check_outside(kinds: np.ndarray, games: np.ndarray) -> None:
+        lacking = games[(kinds != OUTSIDE).all(axis=1)]
         if lacking.size:
             raise ValueError(f"bots: game {int(lacking[0])} has no outside seat; at least one seat "
                              "per game must be played from outside")
@@ -246,7 +390,7 @@ class ChickenFootBatch:
     @property
     def kernel(self) -> KernelBatch:
         """The compiled core's batch under this adapter (its `state` is the games' state: read
-        it, never write it)."""
+        it, never write it; its tables stop at a round's end, which this adapter deals)."""
         return self._kb
 
     @property
@@ -255,33 +399,60 @@ class ChickenFootBatch:
         return self._bot_rng.copy()
 
     @property
+    def final_observation(self) -> np.ndarray | None:
+        """(N, D) float32 buffer of the final observations (module docstring), rows valid where
+        the last step returned `terminated`; None without `final_observation=True`."""
+        return self._final
+
+    @property
     def nbytes(self) -> int:
         """Bytes held in arrays: the games' state, the kernel's tables, buffers and queued
         shuffles, and this adapter's buffers (the per-game Generators are Python objects beside:
-        about 1 KiB each, measured with tracemalloc in tests/envs/test_batch.py)."""
+        about 870 bytes each, two a game; see `per_game_bytes`)."""
         arrays = [self._seat_kind, self._bot_rng, self._weights, self._scores, self._counts,
-                  self._legal, self._stop, self._acc, self._closed, self.game_seeds]
+                  self._legal, self._stop, self._acc, self._closed, self.game_seeds, self._ahead,
+                  self._ahead_kinds, self._ahead_seed, self._actor, self._perms]
         arrays += [a for name, a in self._out._asdict().items()
                    if a is not None and name not in ("observation", "privileged")]
+        if self._final is not None:
+            arrays.append(self._final)
         return self._kb.nbytes + int(sum(a.nbytes for a in arrays))
 
     # ------------------------------------------------------------------ API
-    def reset(self, seed: int | Sequence[int] | None = None) -> BatchOutput:
-        """Deal every game a new game (module docstring: Seeding); returns its first outside
-        decision, with zero rewards."""
+    def reset(self, seed: int | Sequence[int] | None = None, options: dict | None = None) -> BatchOutput:
+        """Deal every game (or, with options={"reset_mask": mask}, the masked ones) a new game
+        (module docstring: Seeding); returns every game's outside decision, with zero rewards.
+        A bad seed or option raises `ValueError` with nothing changed."""
         n = self.num_envs
-        if seed is not None:
-            if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-                seeds = np.random.SeedSequence(int(seed)).generate_state(n, np.uint64).tolist()
-            else:
-                seeds = list(seed)
-                if len(seeds) != n or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool)
-                                              for s in seeds):
-                    raise ValueError(f"seed must be None, an int or {n} ints; got {seed!r}")
-            self._seeders = [np.random.default_rng(int(s)) for s in seeds]
+        seeds = _seeder_seeds(seed, n)
+        mask = _reset_mask(options, n)
+        if mask is not None and not self._started:
+            raise ValueError("options['reset_mask'] needs games to keep: call reset() without it "
+                             "first")
+        games = np.arange(n) if mask is None else np.flatnonzero(mask)
+        # Everything that can fail first, on copies: the games' seeders and the draws of their
+        # first game and the next one.
+        seeders = list(self._seeders)
+        ahead = self._ahead.copy()
+        if seeds is not None:
+            for game in games.tolist():
+                seeders[game] = np.random.default_rng(seeds[game])
+            ahead[games] = False
+        saved = [] if seeds is not None else self._save_seeders(seeders, games)  # new ones: dropped
+        try:
+            first = self._draw(seeders, games, ahead)
+            ahead[games] = False
+            after = self._draw(seeders, games, ahead)
+        except BaseException:
+            self._restore_seeders(seeders, saved)
+            raise
+        # Nothing can fail from here on.
+        self._seeders = seeders
+        self._ahead[games] = True
+        self._ahead_kinds[games], self._ahead_seed[games] = after
         self._begin_step()
         self._closed[:] = True  # rounds ending before the first outside decision belong to no episode
-        self._new_games(np.arange(n))
+        self._deal(games, *first)
         self._advance()
         self._started = True
         return self._output()
@@ -291,16 +462,76 @@ class ChickenFootBatch:
         until every game's next outside decision. See the module docstring for bad input."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        self._kb.step(actions)  # checks every game before any moves (ValueError / IllegalActionError)
+        missing = np.flatnonzero(~self._ahead)
+        saved = self._save_seeders(self._seeders, missing)
+        try:
+            if missing.size:  # the next game of each game that started one in the last call
+                kinds, seeds = self._draw(self._seeders, missing, self._ahead)
+            st = self._kb.state
+            np.copyto(self._perms, st.next_perm)
+            np.copyto(self._actor, st.current)
+            self._kb.step(actions)  # checks every game before any moves (ValueError / IllegalActionError)
+        except BaseException:
+            self._restore_seeders(self._seeders, saved)
+            raise
+        if missing.size:
+            self._ahead[missing] = True
+            self._ahead_kinds[missing], self._ahead_seed[missing] = kinds, seeds
         self._begin_step()
-        st = self._kb.state
         ended = np.flatnonzero(st.round_ended)
         if ended.size:
-            self._pay(ended)
+            self._pay(ended, self._perms[ended])
         self._advance()
         return self._output()
 
     # ------------------------------------------------------------------ internals
+    @staticmethod
+    def _save_seeders(seeders: list, games: np.ndarray) -> list:
+        return [(game, seeders[game].bit_generator.state) for game in games.tolist()]
+
+    @staticmethod
+    def _restore_seeders(seeders: list, saved: list) -> None:
+        for game, state in saved:
+            seeders[game].bit_generator.state = state
+
+    def _draw(self, seeders: list, games: np.ndarray, ahead: np.ndarray):
+        """Each of `games`' next game, (kinds (k, P) int8, engine seeds (k,) int64): the one
+        drawn ahead where `ahead[game]`, else drawn now from `seeders[game]` (the seat sampler,
+        then the engine seed) and checked. Changes nothing but the seeders drawn from."""
+        kinds = self._seat_kind[games].copy()
+        seeds = np.zeros(len(games), np.int64)
+        for j, game in enumerate(games.tolist()):
+            if ahead[game]:
+                kinds[j], seeds[j] = self._ahead_kinds[game], self._ahead_seed[game]
+                continue
+            rng = seeders[game]
+            if self._seat_sampler is not None:
+                drawn = self._seat_sampler(rng)
+                try:
+                    drawn = list(drawn)
+                except TypeError:
+                    raise ValueError(f"bots(rng) must give {self.num_players} kinds; got "
+                                     f"{drawn!r}") from None
+                if len(drawn) != self.num_players:
+                    raise ValueError(f"bots(rng) must give {self.num_players} kinds; got {drawn!r}")
+                kinds[j] = [_kind_code(k) for k in drawn]
+            seeds[j] = int(rng.integers(2**63))
+        self._check_outside(kinds, games)
+        return kinds, seeds
+
+    def _deal(self, games: np.ndarray, kinds: np.ndarray, seeds: np.ndarray) -> None:
+        """Deal each of `games` its game (kinds, engine seed)."""
+        self._seat_kind[games] = kinds
+        self.game_seeds[games] = seeds
+        self._bot_rng[games] = seeds.astype(np.uint64)
+        self._kb.reset(seeds.tolist(), games)
+
+    def _new_games(self, games: np.ndarray) -> None:
+        """Deal each of `games` its next game, drawn ahead (module docstring: Seeding)."""
+        kinds, seeds = self._draw(self._seeders, games, self._ahead)  # draws only in a game's 2nd end
+        self._ahead[games] = False
+        self._deal(games, kinds, seeds)
+
     def _begin_step(self) -> None:
         out = self._out
         self._acc.fill(0.0)
@@ -308,39 +539,25 @@ class ChickenFootBatch:
         for flags in (out.terminated, out.truncated, out.round_over, out.game_over):
             flags.fill(False)
 
-    def _new_games(self, games: np.ndarray) -> None:
-        """Deal each of `games` its next game from its seeder (module docstring: Seeding)."""
-        seeds = []
-        for game in games.tolist():
-            rng = self._seeders[game]
-            if self._seat_sampler is not None:
-                kinds = list(self._seat_sampler(rng))
-                if len(kinds) != self.num_players:
-                    raise ValueError(f"bots(rng) must give {self.num_players} kinds; got {kinds!r}")
-                self._seat_kind[game] = [_kind_code(k) for k in kinds]
-            seeds.append(int(rng.integers(2**63)))
-        if self._seat_sampler is not None:
-            self._check_outside(games)
-        self.game_seeds[games] = seeds
-        self._bot_rng[games] = np.array(seeds, np.uint64)
-        self._kb.reset(seeds, games)
-
     def _advance(self) -> None:
         """Bots and forced decisions until every game waits on an outside seat (or is over),
         paying each round that ends on the way (the kernel's next shuffle handed in first)."""
         kb = self._kb
+        st = kb.state
         while True:
-            batch_advance(kb.state, kb.tables, self._weights, self._seat_kind, self._bot_rng,
+            batch_advance(st, kb.tables, self._weights, self._seat_kind, self._bot_rng,
                           self.skip_forced, self._legal, self._stop, self._scores, self._counts)
             ended = np.flatnonzero(self._stop == ROUND_ENDED)
             if not ended.size:
                 return
+            perms = st.next_perm[ended]  # a copy: the shuffle of the next round, before refill
             kb.refill()
-            self._pay(ended)
+            self._pay(ended, perms)
 
-    def _pay(self, games: np.ndarray) -> None:
-        """Rewards and flags of the rounds just ended in `games` (R12; R13 at a game's end), then
-        a new game for those whose game ended, with auto_reset."""
+    def _pay(self, games: np.ndarray, perms: np.ndarray) -> None:
+        """Rewards and flags of the rounds just ended in `games` (R12; R13 at a game's end), the
+        final observations of the episodes they end, then the next round (from `perms`, the
+        games' queued shuffles) or, with auto_reset, a new game for those whose game ended."""
         st, out = self._kb.state, self._out
         reward = round_rewards_batch(self.config, self.reward_mode, st.round_points[games])
         over = st.game_over[games]
@@ -351,11 +568,42 @@ class ChickenFootBatch:
         out.round_over[live] = True
         out.game_over[live] |= over[paid]
         ends = paid if self.episode == "round" else paid & over
-        out.terminated[games[ends]] = True
-        self._closed[games[ends]] = True
+        closing = games[ends]
+        out.terminated[closing] = True
+        self._closed[closing] = True
+        if self._final is not None and closing.size:
+            self._observe_final(closing)
+        if not over.all():
+            _deal_next_rounds(st, self._kb.tables, games[~over], perms[~over])
         finished = games[over]
         if finished.size and self.auto_reset:
             self._new_games(finished)
+
+    def _observe_final(self, games: np.ndarray) -> None:
+        """The final observations of `games` (module docstring). `batch_observe` writes zeros for
+        a finished game where `Encoder` writes its last position with no playable value: so the
+        finished ones are observed marked not over, and their playable values cleared after.
+        Small batches observe every game into the output buffer (which `_output` rewrites);
+        larger ones a copy of the ended games' rows (the cheaper of the two; FULL_OBSERVE)."""
+        kb = self._kb
+        st = kb.state
+        if self.num_envs <= FULL_OBSERVE[0] + FULL_OBSERVE[1] * len(games):
+            over = st.game_over[games]  # a copy: fancy indexing
+            st.game_over[games] = False
+            try:
+                batch_observe(st, kb.tables, kb.obs_tables, self._actor, kb.observations)
+            finally:
+                st.game_over[games] = over
+            out = kb.observations[games]
+        else:
+            rows = KernelState(*(array[games] for array in st))
+            over = rows.game_over.copy()
+            rows.game_over[:] = False
+            out = np.zeros((len(games), self.observation_size), np.float32)
+            batch_observe(rows, kb.tables, kb.obs_tables, self._actor[games], out)
+        start, stop = (int(kb.obs_tables.starts[O_PLAYABLE]), int(kb.obs_tables.stops[O_PLAYABLE]))
+        out[over, start:stop] = 0.0
+        self._final[games] = out
 
     def _output(self) -> BatchOutput:
         kb, out = self._kb, self._out

@@ -61,9 +61,11 @@ def _engine() -> None:
 def _bots() -> None:
     from cf_env.envs.batch import ChickenFootBatch
 
-    games = ChickenFootBatch(num_envs=2, bots={1: "random", 2: "greedy", 3: "heuristic"})
+    games = ChickenFootBatch(num_envs=2, bots={1: "random", 2: "greedy", 3: "heuristic"},
+                             episode="round", final_observation=True)
     out = games.reset(seed=0)
-    games.step(out.action_mask.argmax(axis=1))
+    while not out.round_over.any():  # the adapter's own deal of the next round too
+        out = games.step(out.action_mask.argmax(axis=1))
 
 
 def _search() -> None:
