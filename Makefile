@@ -29,6 +29,7 @@ test: $(VENV)/.installed
 BOUNDSCHECK_TESTS ?= tests/core/test_kernel.py tests/core/test_kernel_observation.py \
 	tests/core/test_kernel_privileged.py tests/core/test_compiled_boundary.py \
 	tests/core/test_fuzz.py tests/core/test_playout.py tests/envs/test_batch.py \
+	tests/envs/test_batch_safety.py \
 	tests/envs/test_vector_env.py tests/agents/test_kernel_bots.py tests/agents/test_ismcts.py
 test-boundscheck: $(VENV)/.installed
 	cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && \

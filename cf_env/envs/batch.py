@@ -128,6 +128,7 @@ from cf_env.agents.kernel_bots import (
     bot_scratch,
     heuristic_weights,
 )
+from cf_env.core.checks import MAX_BATCH_BYTES
 from cf_env.core.config import OPTION_FIELDS, REWARD_MODES, ChickenFootConfig, split_options
 from cf_env.core.kernel import (
     O_PLAYABLE,
@@ -152,7 +153,6 @@ FULL_OBSERVE = [128, 8]
 # Sizes (module docstring: Size). A game's arrays are measured on the batch itself (per_game_bytes);
 # its Python objects are two Generators, the seeder and the kernel's shuffle stream (~870 bytes
 # each by tracemalloc, rounded up).
-MAX_BATCH_BYTES = 4 * 2**30
 PYTHON_BYTES_PER_GAME = 2048
 
 
@@ -191,11 +191,14 @@ def _seeder_seeds(seed, n: int) -> list[int] | None:
     if seed is None:
         return None
     problem = f"seed must be None, an int or {n} ints, each non-negative; got "
+    if isinstance(seed, np.ndarray) and seed.ndim == 0:
+        seed = seed[()]  # a numpy scalar, as a 0-d array holds it
     if _is_int(seed):
         if seed < 0:
             raise ValueError(problem + repr(seed))
         return np.random.SeedSequence(int(seed)).generate_state(n, np.uint64).tolist()
-    if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)):
+    if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)) \
+            or (isinstance(seed, np.ndarray) and seed.ndim != 1):
         raise ValueError(problem + f"{type(seed).__name__} {seed!r}")
     seeds = list(seed)
     if len(seeds) != n or not all(_is_int(s) and s >= 0 for s in seeds):

@@ -34,10 +34,15 @@ from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.kernel import KernelBatch, batch_random_actions, num_words
 from cf_env.core.observation import Encoder
+from cf_env.envs.batch import ChickenFootBatch
+from cf_env.envs.vector_env import ChickenFootVectorEnv
 from cf_env.tools.cli import HelpFormatter
 
 CONFIGS = (ChickenFootConfig(), ChickenFootConfig(max_pips=6, num_players=2),
            ChickenFootConfig(max_pips=12, num_players=5, target_score=150))
+# Per-call scratch of the batched adapters, written before a step is checked (cf_env/envs/batch.py)
+# and the kernel's legal-word buffer, filled to name a refused action's legal ones.
+DRIVER_SCRATCH = {"_actor", "_perms", "legal_words"}
 DTYPES = (np.float32, np.float64, np.float16, np.int8, np.int16, np.int32, np.int64, np.uint8,
           np.uint32, np.uint64, np.bool_, object)
 
@@ -56,6 +61,13 @@ class Fuzzer:
             batch = KernelBatch(cfg, 4)
             batch.reset([10 * k + j for j in range(4)])
             self.games.append((cfg, engine, batch, Encoder(cfg), engine.snapshot()))
+        self.drivers = [
+            ChickenFootBatch(CONFIGS[0], 4, bots={1: "greedy", 2: "random", 3: "heuristic"}),
+            ChickenFootBatch(CONFIGS[1], 4, bots={1: "heuristic"}, episode="round",
+                             final_observation=True),
+            ChickenFootVectorEnv(4, opponents=["greedy", "heuristic"], max_pips=6, num_players=3),
+        ]
+        self.outputs = [driver.reset(seed=k) for k, driver in enumerate(self.drivers)]
         self.entries: dict[str, Callable] = {
             "Engine.write_observation": self.write_observation,
             "Encoder.observe": self.encoder_observe,
@@ -69,6 +81,10 @@ class Fuzzer:
             "KernelBatch.load": self.batch_load,
             "batch_random_actions": self.random_actions,
             "play_round": self.play_round,
+            "ChickenFootBatch.step": self.driver_step,
+            "ChickenFootBatch.reset": self.driver_reset,
+            "ChickenFootVectorEnv.step": self.vector_step,
+            "ChickenFootVectorEnv.reset": self.vector_reset,
         }
 
     # ------------------------------------------------------------------ random values
@@ -126,7 +142,27 @@ class Fuzzer:
             [None if g is None else g.bit_generator.state for g in batch.rngs]]
 
     @staticmethod
+    def object_state(value):
+        """A deep, comparable copy of an adapter: arrays copied, Generators as their states,
+        our objects as their fields (the per-call scratch left out)."""
+        if isinstance(value, np.ndarray):
+            return value.copy()
+        if isinstance(value, np.random.Generator):
+            return value.bit_generator.state
+        if isinstance(value, (list, tuple)):
+            return [Fuzzer.object_state(v) for v in value]
+        if isinstance(value, dict):
+            return {k: Fuzzer.object_state(v) for k, v in value.items()}
+        if hasattr(value, "__dict__") and type(value).__module__.startswith("cf_env"):
+            return {k: Fuzzer.object_state(v) for k, v in vars(value).items()
+                    if k not in DRIVER_SCRATCH}
+        return value
+
+    @staticmethod
     def equal(a, b) -> bool:
+        if isinstance(a, dict):
+            return isinstance(b, dict) and a.keys() == b.keys() and all(
+                Fuzzer.equal(a[k], b[k]) for k in a)
         if isinstance(a, np.ndarray):
             return isinstance(b, np.ndarray) and np.array_equal(a, b)
         if isinstance(a, (list, tuple)):
@@ -245,20 +281,61 @@ class Fuzzer:
             batch.reset([int(s) for s in self.rng.integers(0, 1000, size=4)])
         return [batch], call
 
+    def driver_step(self):
+        k = int(self.rng.integers(2))
+        driver, out = self.drivers[k], self.outputs[k]
+        mask = out.action_mask
+        legal = (self.rng.random(mask.shape) * mask).argmax(axis=1)
+        actions = self.maybe(legal, legal.shape)
+
+        def call():
+            self.outputs[k] = driver.step(actions)
+        return [driver], call
+
+    def driver_reset(self):
+        k = int(self.rng.integers(2))
+        driver = self.drivers[k]
+        seed = self.maybe(int(self.rng.integers(2**32)))
+        options = self.maybe(None if self.rng.random() < 0.5 else
+                             {"reset_mask": self.rng.random(4) < 0.5}, (4,))
+
+        def call():
+            self.outputs[k] = driver.reset(seed=seed, options=options)
+        return [driver], call
+
+    def vector_step(self):
+        env = self.drivers[2]
+        mask = env.action_masks()
+        legal = (self.rng.random(mask.shape) * mask).argmax(axis=1)
+        actions = self.maybe(legal, legal.shape)
+        return [env], lambda: env.step(actions)
+
+    def vector_reset(self):
+        env = self.drivers[2]
+        seed = self.maybe(int(self.rng.integers(2**32)))
+        options = self.maybe(None if self.rng.random() < 0.5 else
+                             {"reset_mask": self.rng.random(4) < 0.5}, (4,))
+        return [env], lambda: env.reset(seed=seed, options=options)
+
+    def state_of(self, target):
+        if isinstance(target, Engine):
+            return self.engine_state(target)
+        if isinstance(target, KernelBatch):
+            return self.batch_state(target)
+        return self.object_state(target)
+
     # ------------------------------------------------------------------ the loop
     def one(self) -> None:
         names = list(self.entries)
         name = names[self.rng.integers(len(names))]
         targets, call = self.entries[name]()
         self.calls[name] += 1
-        before = [self.engine_state(t) if isinstance(t, Engine) else self.batch_state(t)
-                  for t in targets]
+        before = [self.state_of(t) for t in targets]
         try:
             call()
         except ValueError:
             self.refused[name] += 1
-            after = [self.engine_state(t) if isinstance(t, Engine) else self.batch_state(t)
-                     for t in targets]
+            after = [self.state_of(t) for t in targets]
             if not self.equal(before, after):
                 self.faults.append(f"{name}: a refused call changed the state")
         except Exception as err:  # noqa: BLE001 - every other exception is the finding

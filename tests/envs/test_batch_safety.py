@@ -553,3 +553,14 @@ def test_the_vector_env_honours_reset_mask_and_refuses_other_options():
     with pytest.raises(ValueError, match=r"reset options \['render'\] are not supported"):
         envs.reset(seed=7, options={"render": True})
     same(before, whole_state(envs.batch), "batch")
+
+
+def test_a_zero_dimensional_seed_is_its_scalar_and_other_ranks_are_refused():
+    games = ChickenFootBatch(SMALL, 2, bots={1: "greedy", 2: "greedy"})
+    same_out = games.reset(seed=np.array(7)).observation.copy()
+    assert np.array_equal(same_out, games.reset(seed=7).observation)
+    before = whole_state(games)
+    for seed in (np.array([[1, 2]]), np.array(1.5), np.array([1.0, 2.0])):
+        with pytest.raises(ValueError, match="seed must be None, an int or 2 ints"):
+            games.reset(seed=seed)
+        same(before, whole_state(games))
