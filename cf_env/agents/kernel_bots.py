@@ -37,6 +37,7 @@ from cf_env.core.kernel import (
     P_DRAW,
     P_PLAYERS,
     P_TOES,
+    PHASE_R6,
     ZERO,
     apply_action,
     count_bits,
@@ -44,6 +45,7 @@ from cf_env.core.kernel import (
     jit,
     legal_into,
     nth_bit,
+    play_phase,
 )
 
 OUTSIDE, RANDOM, GREEDY, HEURISTIC = 0, 1, 2, 3
@@ -164,7 +166,7 @@ def heuristic_scores(st, tb, weights, i, legal, out, counts):
             if hi != lo:
                 unseen[hi] += 1
     danger = smallest <= weights[H_DANGER]
-    normal = st.foot_value[i] < 0 and st.spinner_empty[i] == 0  # R6 (not R7, not R9's toes)
+    normal = play_phase(st, i) == PHASE_R6  # on open ends (not R7's arms, not R9's toes)
     for a in range(out.shape[0]):
         if a >= draw or not _has(legal, i, a):
             out[a] = -np.inf

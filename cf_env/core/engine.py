@@ -4,11 +4,10 @@ The rules themselves (legality R6–R9, transitions R8–R11, scoring R12, R13, 
 stated once, as compiled functions over a state value, in `cf_env.core.kernel`; an `Engine`
 holds one game of that state (`kernel.GameBuffer`) and steps it through the `one_*` entry
 points. What the engine adds is what a single game driven from Python needs: its RNG (one
-`rng.permutation` per round, R3/R4), the public history, the per-round scores, the physical
-layout of the table (which arm each tile sits on: `arms`, for pictures, move names and exact
-snapshots; the rules read only the open ends), external chance (`deal_round`, `set_next_draws`,
-`redeal`), snapshot/restore and its validation (`cf_env.core.snapshot`), the error messages,
-and `advance` with bots.
+`rng.permutation` per round, R3/R4), the public history, the per-round scores, the table's
+layout as `Arm`s read from the compiled state (`arms`, `placement`: for pictures, move names and
+exact snapshots), external chance (`deal_round`, `set_next_draws`, `redeal`), snapshot/restore
+and its validation (`cf_env.core.snapshot`), the error messages, and `advance` with bots.
 
 One `Engine` plays a whole game of `config.num_rounds` rounds (R4), or, with `target_score`,
 rounds until a total passes the target (`round` is then the place in the countdown of doubles,
@@ -24,7 +23,6 @@ compiled state, live for the engine's life (copy to keep one).
 
 from __future__ import annotations
 
-import bisect
 import copy
 from collections.abc import Callable, Sequence
 
@@ -40,6 +38,7 @@ from cf_env.core.snapshot import SnapshotError
 from cf_env.core.tiles import TileTables, tile_ids, tile_tables
 
 _FLOAT32 = np.dtype(np.float32)
+_RULES = {kernel.PHASE_R6: "R6", kernel.PHASE_R7: "R7", kernel.PHASE_R9: "R9"}
 
 # The state's scalar fields, read as attributes of the engine (a game of one: index 0).
 _SCALARS = ("current", "round", "center", "start_seat", "drawn_tile", "foot_value", "toes_left",
@@ -50,10 +49,10 @@ class Engine:
     """A whole game: deal, play, score every round; R13 decides the winners."""
 
     __slots__ = (
-        "_draw_action", "_foot_arm", "_legal", "_legal_bytes", "_held_bytes", "_num_players",
-        "_num_tiles", "_row_shape", "_st", "_synthetic_arms", "arms", "auto_deal", "between_rounds", "config", "deal_order",
-        "game", "hands", "history", "on_table", "played_by", "points", "rng", "scores", "seed",
-        "skip_forced", "tables", "tip_arms", "voids", "winners",
+        "_draw_action", "_legal", "_legal_bytes", "_held_bytes", "_num_players", "_num_tiles",
+        "_row_shape", "_st", "_synthetic_arms", "auto_deal", "between_rounds", "config",
+        "deal_order", "game", "hands", "history", "on_table", "played_by", "points", "rng",
+        "scores", "seed", "skip_forced", "tables", "voids", "winners",
     )
 
     def __init__(
@@ -116,7 +115,22 @@ class Engine:
     @property
     def foot_arm(self) -> int:
         """The arm that ends in the pending chicken foot's double, -1 if none (R9)."""
-        return self._foot_arm
+        return int(self._st.foot_arm[0])
+
+    @property
+    def arms(self) -> list[Arm]:
+        """The table's layout, a new list of `Arm`s read from the compiled state: spinner arms
+        and toes in the order they were started, each with its tiles from the inner end out."""
+        st = self._st
+        count = int(st.arm_count[0])
+        arms = [Arm(parent, [], tip) for parent, tip in
+                zip(st.arm_parent[0, :count].tolist(), st.arm_tip[0, :count].tolist(), strict=True)]
+        on_arms = np.flatnonzero(st.tile_arm[0] >= 0)
+        order = on_arms[np.lexsort((st.tile_pos[0, on_arms], st.tile_arm[0, on_arms]))]
+        for tile, arm, attached in zip(order.tolist(), st.tile_arm[0, order].tolist(),
+                                       st.tile_attached[0, order].tolist(), strict=True):
+            arms[arm].tiles.append((tile, attached))
+        return arms
 
     @property
     def num_players(self) -> int:
@@ -147,9 +161,6 @@ class Engine:
         self._st.boneyard[0] = perm
         self.deal_order = tuple(perm.tolist())
         deal(self.game.buffer, self.game.table_buffer)
-        self.arms: list[Arm] = []
-        self.tip_arms: list[list[int]] = [[] for _ in range(self.config.max_pips + 1)]
-        self._foot_arm = -1
         self._synthetic_arms = False  # the layout is real (see `restore` without arms)
         self._legal = None
 
@@ -228,26 +239,17 @@ class Engine:
         stock[:] = chosen + [t for t in stock.tolist() if t not in picked]
 
     # ------------------------------------------------------------------ legality
-    def _phase(self) -> str:
-        """The rule that says where tiles go now (as the compiled `_attach_word` decides): R9 a
-        pending foot's toes first, else R7 the centre's empty arms, else R6 any open end."""
-        if self._st.foot_value[0] >= 0:
-            return "R9"
-        return "R7" if self._st.spinner_empty[0] > 0 else "R6"
-
     def playable_values(self) -> list[int]:
-        """Values a tile may be attached to now (R7 spinner phase, R9 pending foot, R6 otherwise)."""
-        phase = self._phase()
-        if phase == "R9":
-            return [self.foot_value]
-        if phase == "R7":
-            return [self.center]
-        return np.flatnonzero(self._st.open_count[0]).tolist()
+        """Values a tile may be attached to now (R7 spinner phase, R9 pending foot, R6 otherwise:
+        the compiled `play_phase` decides)."""
+        out = np.empty(self.config.max_pips + 1, np.int32)
+        count = kernel.one_playable(self.game.buffer, self.game.table_buffer, out)
+        return out[:count].tolist()
 
     def placement(self, action: int) -> Placement:
         """Where tile action `action` puts its tile if played now (R6, R7, R9): the rule that
-        places it, the arm it lands on, and the value it leaves open. The engine lays every
-        tile by this decision (`_lay`), and every description of a move reads it
+        places it, the arm it lands on, and the value it leaves open, as the compiled placement
+        that lays it decides (`kernel.placement_into`); every description of a move reads it
         (`cf_env.viz.render.move_name`). It does not check that the acting seat holds the tile;
         raises `ValueError` for DRAW, PASS, an id out of range, a tile whose attached half is
         not a playable value now, or when no round is in play."""
@@ -261,23 +263,15 @@ class Engine:
                 f"placement: action {action} is not a tile action (0..{self._draw_action - 1})"
             )
         tile, attached, free_end = self._halves(action)
-        if attached not in self.playable_values():
+        out = np.empty(6, np.int32)
+        if not kernel.one_placement(self.game.buffer, self.game.table_buffer, action, out):
             raise ValueError(
                 f"placement: {attached}|{free_end} attaches a {attached}, which is not playable "
                 f"now (playable: {self.playable_values()})"
             )
-        phase = self._phase()
-        if phase == "R6":  # the oldest open arm tip of that value (`tip_arms` is in arm order)
-            arm = self.tip_arms[attached][0]
-            parent = self.arms[arm].parent
-        else:  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
-            arm, parent = len(self.arms), (self._foot_arm if phase == "R9" else -1)
-        starts_foot = phase == "R6" and attached == free_end
-        toe = self.config.toes - self.toes_left + 1 if phase == "R9" else 0
-        return Placement(
-            tile, attached, free_end, phase, arm, parent, arm == len(self.arms), toe,
-            -1 if starts_foot else free_end,
-        )
+        phase, arm, parent, new_arm, toe, leaves_open = out.tolist()
+        return Placement(tile, attached, free_end, _RULES[phase], arm, parent, bool(new_arm), toe,
+                         leaves_open)
 
     def _halves(self, action: int) -> tuple[int, int, int]:
         """(tile, attached value, free end) of tile action 2t + side (cf_env.core.actions)."""
@@ -357,31 +351,8 @@ class Engine:
         play the move was made in), then the round's end."""
         code = kernel.one_step(self.game.buffer, self.game.table_buffer, action)
         self.history.append((code >> 10, code >> 4 & 63, action))
-        if action < self._draw_action:
-            self._lay(action, code >> 1 & 3, code & 8)
         self._legal = None
         return [self._end_round()] if code & 1 else []
-
-    def _lay(self, action: int, phase: int, filled: int) -> None:
-        """Lay the tile of `action` in the layout, where `placement` said it would go in that
-        phase (`kernel.PHASE_*`); `filled`: it was the foot's last toe (R10)."""
-        tile, attached, free_end = self._halves(action)
-        arms = self.arms
-        if phase != kernel.PHASE_R6:  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
-            arm = len(arms)
-            arms.append(Arm(self._foot_arm if phase == kernel.PHASE_R9 else -1, [(tile, attached)],
-                            free_end))
-            if filled:
-                self._foot_arm = -1
-        else:  # R6: extend the oldest open arm tip of that value
-            arm = self.tip_arms[attached].pop(0)
-            arms[arm].tiles.append((tile, attached))
-            if free_end == attached:  # R9: a double closes its arm and starts a chicken foot
-                arms[arm].tip = -1
-                self._foot_arm = arm
-                return
-            arms[arm].tip = free_end
-        bisect.insort(self.tip_arms[free_end], arm)  # arm order: see `placement`
 
     def advance(
         self,
@@ -488,12 +459,10 @@ class Engine:
         if rng:
             self.rng.bit_generator.state = other.rng.bit_generator.state
         for name in ("auto_deal", "between_rounds", "deal_order", "seed", "skip_forced",
-                     "_foot_arm", "_legal", "_synthetic_arms"):
+                     "_legal", "_synthetic_arms"):
             setattr(self, name, getattr(other, name))
 
     def _copy_lists(self, other: Engine) -> None:
-        self.arms = [Arm(a.parent, a.tiles[:], a.tip) for a in other.arms]
-        self.tip_arms = [ids[:] for ids in other.tip_arms]
         self.scores = [s[:] for s in other.scores]
         self.winners = other.winners[:]
         self.history = other.history[:]
@@ -523,7 +492,7 @@ class Engine:
         self._bind(kernel.GameBuffer(self.config))
         self.game.buffer[:] = buffer
         self._legal = state.get("_legal")
-        if "arms" in state:
+        if "scores" in state:
             self._copy_lists(self)
 
     # ------------------------------------------------------------------ search: determinizations
@@ -569,7 +538,6 @@ class Engine:
         except (OverflowError, ValueError, IndexError) as err:  # read() bounds every value
             raise SnapshotError(f"invalid snapshot: {err}") from err
         self._bind(game)
-        self.arms, self.tip_arms, self._foot_arm = p.arms, p.tip_arms, p.foot_arm
         self.scores, self.winners, self.history = p.scores, p.winners, p.history
         self.between_rounds, self.deal_order, self.seed, self.rng = (
             p.between_rounds, p.deal_order, p.seed, p.rng)
@@ -595,6 +563,13 @@ class Engine:
         st.rounds_played[0] = len(p.scores[0])
         st.held[0], st.on_table[0], st.played[0], st.voids[0] = (
             p.hands, p.on_table, p.played_by, p.voids)
+        st.arm_count[0], st.foot_arm[0] = len(p.arms), p.foot_arm
+        for index, arm in enumerate(p.arms):
+            st.arm_parent[0, index], st.arm_tip[0, index] = arm.parent, arm.tip
+            st.arm_len[0, index] = len(arm.tiles)
+            for place, (tile, attached) in enumerate(arm.tiles):
+                st.tile_arm[0, tile], st.tile_pos[0, tile] = index, place
+                st.tile_attached[0, tile] = attached
         kernel.one_sync(game.buffer, game.table_buffer)
 
 

@@ -64,10 +64,24 @@ voids           (N, P, V)   bool     values each seat showed it lacks this round
                                      first clears the seat's row, then DRAW and a PASS not
                                      after a draw mark the playable values
 held            (N, P, T)   bool     the hands as 0/1 boards (`hands` in another form)
+arm_count       (N,)        int32    arms laid this round (the layout: A = `max_arms`)
+arm_parent      (N, A)      int32    each arm's parent: -1 the centre double (R7), else the
+                                     arm that ends in the foot double it is a toe of (R9)
+arm_tip         (N, A)      int32    each arm's open value, -1 when closed by a double (R9)
+arm_len         (N, A)      int32    tiles on each arm
+foot_arm        (N,)        int32    the arm that ends in the pending foot's double, -1 if none
+tile_arm        (N, T)      int32    the arm each tile lies on, -1 (in a hand, the boneyard, or
+                                     the centre double)
+tile_pos        (N, T)      int32    a tile's place on its arm, 0 at the inner end
+tile_attached   (N, T)      int32    the value a tile was attached to (the arm's inner side)
 ==============  ==========  =======  =====================================================
 
 on_table, played and voids are read only by the observation (`batch_observe`), held only by
-the `Engine` (its `hands` board); the rules never read them.
+the `Engine` (its `hands` board); the rules never read them. The layout (the arm_* and tile_*
+fields) is laid by the same placement (`_place`) that moves the open ends: R6 extends the oldest
+arm whose tip has the attached value, R7 starts a spinner arm, R9 a toe; a double on an open
+end closes its arm and starts a foot. The rules read only `foot_arm` of it; the engine's
+`arms`, `placement` and snapshots, pictures and game records read it all.
 Per-round scores are kept as the R13 aggregates (total, zero rounds, lowest non-zero round) and
 the last round's points, which is all R13 reads; a driver that wants every round's points reads
 `round_points` where `round_ended` is set.
@@ -208,6 +222,21 @@ class KernelState(NamedTuple):
     played: np.ndarray
     voids: np.ndarray
     held: np.ndarray
+    arm_count: np.ndarray
+    arm_parent: np.ndarray
+    arm_tip: np.ndarray
+    arm_len: np.ndarray
+    foot_arm: np.ndarray
+    tile_arm: np.ndarray
+    tile_pos: np.ndarray
+    tile_attached: np.ndarray
+
+
+def max_arms(config: ChickenFootConfig) -> int:
+    """A bound on a round's arms: the spinner's (R7) and every foot's toes (R9), each double
+    but the centre a possible foot; a snapshot without a layout has one arm per open end,
+    fewer."""
+    return config.spinner_arms + config.toes * (config.max_pips + 1)
 
 
 def num_words(config: ChickenFootConfig) -> int:
@@ -322,6 +351,7 @@ def priv_tables(config: ChickenFootConfig) -> PrivTables:
 def new_state(config: ChickenFootConfig, num_games: int) -> KernelState:
     """Zeroed arrays for `num_games` games (deal them with `batch_reset`)."""
     n, p, t, v, w = num_games, config.num_players, config.num_tiles, config.max_pips + 1, num_words(config)
+    a = max_arms(config)
     i32, i64 = np.int32, np.int64
     return KernelState(
         hands=np.zeros((n, p, w), np.uint64),
@@ -353,6 +383,14 @@ def new_state(config: ChickenFootConfig, num_games: int) -> KernelState:
         played=np.zeros((n, p, t), np.bool_),
         voids=np.zeros((n, p, v), np.bool_),
         held=np.zeros((n, p, t), np.bool_),
+        arm_count=np.zeros(n, i32),
+        arm_parent=np.full((n, a), -1, i32),
+        arm_tip=np.full((n, a), -1, i32),
+        arm_len=np.zeros((n, a), i32),
+        foot_arm=np.full(n, -1, i32),
+        tile_arm=np.full((n, t), -1, i32),
+        tile_pos=np.zeros((n, t), i32),
+        tile_attached=np.zeros((n, t), i32),
     )
 
 
@@ -378,14 +416,28 @@ def _set_bit(out, i, action):
     out[i, action >> 6] |= ONE << np.uint64(action & 63)
 
 
+# The phases of play (`play_phase`), also what `one_step` and `placement_into` report.
+PHASE_R6, PHASE_R7, PHASE_R9 = 0, 1, 2
+
+
+@jit
+def play_phase(st, i):
+    """Where tiles go now, stated here only: R9 a pending foot's toes first, else R7 the
+    centre's empty arms, else R6 any open end."""
+    if st.foot_value[i] >= 0:
+        return PHASE_R9
+    if st.spinner_empty[i] > 0:
+        return PHASE_R7
+    return PHASE_R6
+
+
 @jit
 def _attach_word(st, tb, i, k):
-    """Word k of the playable values' attach bitset: the phase of play, decided here only
-    (R9 a pending foot's toes first, else R7 the centre's empty arms, else R6 any open end)."""
-    foot = st.foot_value[i]
-    if foot >= 0:
-        return tb.attach_bits[foot, k]
-    if st.spinner_empty[i] > 0:
+    """Word k of the playable values' attach bitset, by the phase of play (`play_phase`)."""
+    phase = play_phase(st, i)
+    if phase == PHASE_R9:
+        return tb.attach_bits[st.foot_value[i], k]
+    if phase == PHASE_R7:
         return tb.attach_bits[st.center[i], k]
     return st.open_attach[i, k]
 
@@ -535,6 +587,16 @@ def _start_round(st, tb, i):
     st.foot_value[i] = -1
     st.toes_left[i] = 0
     st.drawn_tile[i] = -1
+    st.arm_count[i] = 0
+    st.foot_arm[i] = -1
+    for arm in range(st.arm_tip.shape[1]):
+        st.arm_parent[i, arm] = -1
+        st.arm_tip[i, arm] = -1
+        st.arm_len[i, arm] = 0
+    for t in range(st.tile_arm.shape[1]):
+        st.tile_arm[i, t] = -1
+        st.tile_pos[i, t] = 0
+        st.tile_attached[i, t] = 0
     # R5: whoever holds the start double places it.
     start = tb.double_id[st.center[i]]
     holder = _holder(st, tb, i, start)
@@ -588,21 +650,80 @@ def _open_dec(st, tb, i, value):
 
 
 @jit
-def _place(st, tb, i, attached, free_end):
-    """R6, R7, R9, R10: lay a tile attached to `attached` and update the open ends."""
-    if st.foot_value[i] >= 0:  # R9: a toe of the pending foot
-        st.toes_left[i] -= 1
-        if st.toes_left[i] == 0:  # R10: the foot is filled; its toes are ordinary ends
-            st.foot_value[i] = -1
-    elif st.spinner_empty[i] > 0:  # R7: a new arm of the centre double
-        st.spinner_empty[i] -= 1
-    else:  # R6: on an open end of that value
+def _oldest_tip(st, i, value):
+    """R6: the arm a tile attached to `value` extends: the oldest arm whose tip is `value`
+    (-1 if none is open)."""
+    for arm in range(st.arm_count[i]):
+        if st.arm_tip[i, arm] == value:
+            return arm
+    return -1
+
+
+@jit
+def _lay(st, i, arm, tile, attached):
+    """The tile at the outer end of `arm`."""
+    st.tile_arm[i, tile] = arm
+    st.tile_pos[i, tile] = st.arm_len[i, arm]
+    st.tile_attached[i, tile] = attached
+    st.arm_len[i, arm] += 1
+
+
+@jit
+def _place(st, tb, i, tile, attached, free_end):
+    """R6, R7, R9, R10: lay `tile` attached to `attached`, on the arm the phase of play gives,
+    and update the open ends."""
+    phase = play_phase(st, i)
+    if phase == PHASE_R6:  # on the oldest open arm tip of that value
         _open_dec(st, tb, i, attached)
+        arm = _oldest_tip(st, i, attached)
+        _lay(st, i, arm, tile, attached)
         if free_end == attached:  # R9: a double closes its arm and starts a chicken foot
+            st.arm_tip[i, arm] = -1
+            st.foot_arm[i] = arm
             st.foot_value[i] = attached
             st.toes_left[i] = tb.params[P_TOES]
             return
+        st.arm_tip[i, arm] = free_end
+    else:  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
+        arm = st.arm_count[i]
+        st.arm_count[i] = arm + 1
+        st.arm_parent[i, arm] = st.foot_arm[i] if phase == PHASE_R9 else -1
+        st.arm_tip[i, arm] = free_end
+        st.arm_len[i, arm] = 0
+        _lay(st, i, arm, tile, attached)
+        if phase == PHASE_R9:
+            st.toes_left[i] -= 1
+            if st.toes_left[i] == 0:  # R10: the foot is filled; its toes are ordinary ends
+                st.foot_value[i] = -1
+                st.foot_arm[i] = -1
+        else:
+            st.spinner_empty[i] -= 1
     _open_inc(st, tb, i, free_end)
+
+
+@jit
+def placement_into(st, tb, i, action, out):
+    """Where tile action `action` lays its tile in game i if played now, into out (6,) int32:
+    the phase (PHASE_*), the arm, its parent, 1 if the arm is new, the toe (1..toes under R9,
+    else 0), and the value the tile leaves open (-1 for a double on an open end, which starts a
+    foot). Returns False, out untouched, when the tile's attached half is not playable now."""
+    tile = action >> 1
+    lo, hi = tb.tile_lo[tile], tb.tile_hi[tile]
+    attached, free_end = (hi, lo) if action & 1 else (lo, hi)
+    k = action >> 6
+    if (_attach_word(st, tb, i, k) >> np.uint64(action & 63)) & ONE == ZERO:
+        return False
+    phase = play_phase(st, i)
+    out[0] = phase
+    if phase == PHASE_R6:
+        arm = _oldest_tip(st, i, attached)
+        out[1], out[2], out[3], out[4] = arm, st.arm_parent[i, arm], 0, 0
+        out[5] = -1 if free_end == attached else free_end
+    else:
+        out[1], out[3], out[5] = st.arm_count[i], 1, free_end
+        out[2] = st.foot_arm[i] if phase == PHASE_R9 else -1
+        out[4] = tb.params[P_TOES] - st.toes_left[i] + 1 if phase == PHASE_R9 else 0
+    return True
 
 
 @jit
@@ -673,10 +794,11 @@ def _next_round(st, tb, i):
 @jit
 def _mark_voids(st, i, seat):
     """`seat` showed it holds none of the playable values (R9 the pending foot's, else R7 the
-    centre's, else R6 every open end's): mark them in its voids."""
-    if st.foot_value[i] >= 0:
+    centre's, else R6 every open end's: `play_phase`): mark them in its voids."""
+    phase = play_phase(st, i)
+    if phase == PHASE_R9:
         st.voids[i, seat, st.foot_value[i]] = True
-    elif st.spinner_empty[i] > 0:
+    elif phase == PHASE_R7:
         st.voids[i, seat, st.center[i]] = True
     else:
         for v in range(st.open_count.shape[1]):
@@ -714,9 +836,9 @@ def apply_action(st, tb, i, action):
         st.on_table[i, tile] = True
         st.played[i, seat, tile] = True
         if action & 1:
-            _place(st, tb, i, hi, lo)
+            _place(st, tb, i, tile, hi, lo)
         else:
-            _place(st, tb, i, lo, hi)
+            _place(st, tb, i, tile, lo, hi)
         st.drawn_tile[i] = -1
         st.current[i] = (seat + 1) % n
         went_out = st.hand_count[i, seat] == 0
@@ -942,10 +1064,11 @@ def batch_observe(st, tb, ob, seats, out):
         for v in range(values):
             row[opens + np.uint64(v)] = np.float32(st.open_count[i, v] / div[O_OPEN])
         foot = st.foot_value[i]
-        if foot >= 0:  # the playable values: R9, else R7, else R6 (as _attach_word)
+        phase = play_phase(st, i)  # the playable values: R9, else R7, else R6
+        if phase == PHASE_R9:
             row[start[O_PLAYABLE] + np.uint64(foot)] = one
             row[start[O_FOOT] + np.uint64(foot)] = one
-        elif st.spinner_empty[i] > 0:
+        elif phase == PHASE_R7:
             row[start[O_PLAYABLE] + np.uint64(st.center[i])] = one
         else:
             playable = start[O_PLAYABLE]
@@ -1288,11 +1411,57 @@ def _bools(buf, k, size):
     return buf[buf[k] : buf[k] + (size + 7) // 8].view(np.bool_)[:size]
 
 
+# Where each array of a game lies in a GameBuffer's header, by the state field's name (a new
+# field shifts nothing here): its index in KernelState; then the legal words and the seat that
+# `one_observe` writes for.
+_FIELD = {name: k for k, name in enumerate(KernelState._fields)}
+_S_HANDS = _FIELD["hands"]
+_S_HAND_COUNT = _FIELD["hand_count"]
+_S_HAND_POINTS = _FIELD["hand_points"]
+_S_OPEN_COUNT = _FIELD["open_count"]
+_S_OPEN_ATTACH = _FIELD["open_attach"]
+_S_SPINNER_EMPTY = _FIELD["spinner_empty"]
+_S_CENTER = _FIELD["center"]
+_S_FOOT_VALUE = _FIELD["foot_value"]
+_S_TOES_LEFT = _FIELD["toes_left"]
+_S_BONEYARD = _FIELD["boneyard"]
+_S_BONE_POS = _FIELD["bone_pos"]
+_S_DRAWN_TILE = _FIELD["drawn_tile"]
+_S_CURRENT = _FIELD["current"]
+_S_START_SEAT = _FIELD["start_seat"]
+_S_ROUND = _FIELD["round"]
+_S_ROUNDS_PLAYED = _FIELD["rounds_played"]
+_S_ROUND_POINTS = _FIELD["round_points"]
+_S_ROUND_ENDED = _FIELD["round_ended"]
+_S_TOTALS = _FIELD["totals"]
+_S_ZERO_ROUNDS = _FIELD["zero_rounds"]
+_S_MIN_NONZERO = _FIELD["min_nonzero"]
+_S_GAME_OVER = _FIELD["game_over"]
+_S_WINNERS = _FIELD["winners"]
+_S_NEXT_PERM = _FIELD["next_perm"]
+_S_NEED_PERM = _FIELD["need_perm"]
+_S_ON_TABLE = _FIELD["on_table"]
+_S_PLAYED = _FIELD["played"]
+_S_VOIDS = _FIELD["voids"]
+_S_HELD = _FIELD["held"]
+_S_ARM_COUNT = _FIELD["arm_count"]
+_S_ARM_PARENT = _FIELD["arm_parent"]
+_S_ARM_TIP = _FIELD["arm_tip"]
+_S_ARM_LEN = _FIELD["arm_len"]
+_S_FOOT_ARM = _FIELD["foot_arm"]
+_S_TILE_ARM = _FIELD["tile_arm"]
+_S_TILE_POS = _FIELD["tile_pos"]
+_S_TILE_ATTACHED = _FIELD["tile_attached"]
+_S_LEGAL = len(KernelState._fields)
+_S_SEAT = _S_LEGAL + 1
+
+
 @inline_jit
 def _unpack(sb, tbuf):
     """The KernelState, KernelTables and legal words (1, W) that `GameBuffer` packed."""
     params = tbuf[tbuf[6] : tbuf[6] + NUM_PARAMS]
     p, t, v, w = params[P_PLAYERS], params[P_TILES], params[P_VALUES], params[P_WORDS]
+    a = params[P_ARMS] + params[P_TOES] * v  # max_arms
     tb = KernelTables(
         tile_bits=_u64(tbuf, 0, t * w).reshape((t, w)),
         attach_bits=_u64(tbuf, 1, v * w).reshape((v, w)),
@@ -1303,37 +1472,45 @@ def _unpack(sb, tbuf):
         params=params,
     )
     st = KernelState(
-        hands=_u64(sb, 0, p * w).reshape((1, p, w)),
-        hand_count=_i32(sb, 1, p).reshape((1, p)),
-        hand_points=_i32(sb, 2, p).reshape((1, p)),
-        open_count=_i32(sb, 3, v).reshape((1, v)),
-        open_attach=_u64(sb, 4, w).reshape((1, w)),
-        spinner_empty=_i32(sb, 5, 1),
-        center=_i32(sb, 6, 1),
-        foot_value=_i32(sb, 7, 1),
-        toes_left=_i32(sb, 8, 1),
-        boneyard=_i32(sb, 9, t).reshape((1, t)),
-        bone_pos=_i32(sb, 10, 1),
-        drawn_tile=_i32(sb, 11, 1),
-        current=_i32(sb, 12, 1),
-        start_seat=_i32(sb, 13, 1),
-        round=_i32(sb, 14, 1),
-        rounds_played=_i32(sb, 15, 1),
-        round_points=_i32(sb, 16, p).reshape((1, p)),
-        round_ended=_bools(sb, 17, 1),
-        totals=sb[sb[18] : sb[18] + p].reshape((1, p)),
-        zero_rounds=_i32(sb, 19, p).reshape((1, p)),
-        min_nonzero=sb[sb[20] : sb[20] + p].reshape((1, p)),
-        game_over=_bools(sb, 21, 1),
-        winners=_bools(sb, 22, p).reshape((1, p)),
-        next_perm=_i32(sb, 23, t).reshape((1, t)),
-        need_perm=_bools(sb, 24, 1),
-        on_table=_bools(sb, 25, t).reshape((1, t)),
-        played=_bools(sb, 26, p * t).reshape((1, p, t)),
-        voids=_bools(sb, 27, p * v).reshape((1, p, v)),
-        held=_bools(sb, 28, p * t).reshape((1, p, t)),
+        hands=_u64(sb, _S_HANDS, p * w).reshape((1, p, w)),
+        hand_count=_i32(sb, _S_HAND_COUNT, p).reshape((1, p)),
+        hand_points=_i32(sb, _S_HAND_POINTS, p).reshape((1, p)),
+        open_count=_i32(sb, _S_OPEN_COUNT, v).reshape((1, v)),
+        open_attach=_u64(sb, _S_OPEN_ATTACH, w).reshape((1, w)),
+        spinner_empty=_i32(sb, _S_SPINNER_EMPTY, 1),
+        center=_i32(sb, _S_CENTER, 1),
+        foot_value=_i32(sb, _S_FOOT_VALUE, 1),
+        toes_left=_i32(sb, _S_TOES_LEFT, 1),
+        boneyard=_i32(sb, _S_BONEYARD, t).reshape((1, t)),
+        bone_pos=_i32(sb, _S_BONE_POS, 1),
+        drawn_tile=_i32(sb, _S_DRAWN_TILE, 1),
+        current=_i32(sb, _S_CURRENT, 1),
+        start_seat=_i32(sb, _S_START_SEAT, 1),
+        round=_i32(sb, _S_ROUND, 1),
+        rounds_played=_i32(sb, _S_ROUNDS_PLAYED, 1),
+        round_points=_i32(sb, _S_ROUND_POINTS, p).reshape((1, p)),
+        round_ended=_bools(sb, _S_ROUND_ENDED, 1),
+        totals=sb[sb[_S_TOTALS] : sb[_S_TOTALS] + p].reshape((1, p)),
+        zero_rounds=_i32(sb, _S_ZERO_ROUNDS, p).reshape((1, p)),
+        min_nonzero=sb[sb[_S_MIN_NONZERO] : sb[_S_MIN_NONZERO] + p].reshape((1, p)),
+        game_over=_bools(sb, _S_GAME_OVER, 1),
+        winners=_bools(sb, _S_WINNERS, p).reshape((1, p)),
+        next_perm=_i32(sb, _S_NEXT_PERM, t).reshape((1, t)),
+        need_perm=_bools(sb, _S_NEED_PERM, 1),
+        on_table=_bools(sb, _S_ON_TABLE, t).reshape((1, t)),
+        played=_bools(sb, _S_PLAYED, p * t).reshape((1, p, t)),
+        voids=_bools(sb, _S_VOIDS, p * v).reshape((1, p, v)),
+        held=_bools(sb, _S_HELD, p * t).reshape((1, p, t)),
+        arm_count=_i32(sb, _S_ARM_COUNT, 1),
+        arm_parent=_i32(sb, _S_ARM_PARENT, a).reshape((1, a)),
+        arm_tip=_i32(sb, _S_ARM_TIP, a).reshape((1, a)),
+        arm_len=_i32(sb, _S_ARM_LEN, a).reshape((1, a)),
+        foot_arm=_i32(sb, _S_FOOT_ARM, 1),
+        tile_arm=_i32(sb, _S_TILE_ARM, t).reshape((1, t)),
+        tile_pos=_i32(sb, _S_TILE_POS, t).reshape((1, t)),
+        tile_attached=_i32(sb, _S_TILE_ATTACHED, t).reshape((1, t)),
     )
-    return st, tb, _u64(sb, 29, w).reshape((1, w))
+    return st, tb, _u64(sb, _S_LEGAL, w).reshape((1, w))
 
 
 @jit
@@ -1359,10 +1536,6 @@ def one_deal(sb, tbuf, next_round):
     legal_into(st, tb, 0, legal)
 
 
-# What `one_step` returns besides the round's end: the phase the move was made in.
-PHASE_R6, PHASE_R7, PHASE_R9 = 0, 1, 2
-
-
 @jit
 def one_step(sb, tbuf, action):
     """Apply `action` if it is legal. Returns -1 when it is not (nothing changed), else a code
@@ -1373,7 +1546,7 @@ def one_step(sb, tbuf, action):
     st, tb, legal = _unpack(sb, tbuf)
     if not is_legal(st, tb, 0, action):
         return -1
-    phase = PHASE_R9 if st.foot_value[0] >= 0 else PHASE_R7 if st.spinner_empty[0] > 0 else PHASE_R6
+    phase = play_phase(st, 0)
     code = (st.round[0] << 10) | (st.current[0] << 4) | (phase << 1)
     st.round_ended[0] = False
     apply_action(st, tb, 0, action)
@@ -1381,6 +1554,32 @@ def one_step(sb, tbuf, action):
     if phase == PHASE_R9 and st.foot_value[0] < 0:
         code |= 8
     return code | (1 if st.round_ended[0] else 0)
+
+
+@jit
+def one_placement(sb, tbuf, action, out):
+    """`placement_into` for the game: where tile action `action` lays its tile now."""
+    st, tb, _ = _unpack(sb, tbuf)
+    return placement_into(st, tb, 0, action, out)
+
+
+@jit
+def one_playable(sb, tbuf, out):
+    """The values a tile may be attached to now (by `play_phase`) into out[:count]; returns count."""
+    st, tb, _ = _unpack(sb, tbuf)
+    phase = play_phase(st, 0)
+    if phase == PHASE_R9:
+        out[0] = st.foot_value[0]
+        return 1
+    if phase == PHASE_R7:
+        out[0] = st.center[0]
+        return 1
+    count = 0
+    for value in range(st.open_count.shape[1]):
+        if st.open_count[0, value] > 0:
+            out[count] = value
+            count += 1
+    return count
 
 
 @jit
@@ -1411,7 +1610,7 @@ def one_observe(sb, tbuf, seat, out):
     """The game's observation for `seat` into out (observation size,) float32, exactly as
     `batch_observe` writes it."""
     st, tb, _ = _unpack(sb, tbuf)
-    seats = _i32(sb, 30, 1)
+    seats = _i32(sb, _S_SEAT, 1)
     seats[0] = seat
     n = len(OBS_PIECES)
     ob = ObsTables(_u64(tbuf, 7, n), _u64(tbuf, 8, n), tbuf[tbuf[9] : tbuf[9] + n].view(np.float64), 0)

@@ -140,7 +140,7 @@ class Position:
 
 # What `Engine.restore` copies from a Position (beside the boards and `synthetic_arms`).
 POSITION_FIELDS = ("round", "center", "current", "start_seat", "hand_counts", "boneyard", "arms",
-                   "tip_arms", "open_count", "foot_value", "toes_left", "spinner_empty",
+                   "open_count", "foot_value", "toes_left", "spinner_empty",
                    "foot_arm", "drawn_tile", "game_over", "between_rounds", "scores", "winners",
                    "history", "deal_order", "seed", "rng")
 
@@ -306,7 +306,7 @@ def _load_table(position: Position, snap: dict, foot_arm: int, start: int, table
     open end (enough for the rules, which only need the counts)."""
     cfg, tables = position.config, position.tables
     top = cfg.max_pips
-    position.arms, position.tip_arms = [], [[] for _ in range(top + 1)]
+    position.arms = []
     position.open_count = [0] * (top + 1)
     foot = snap["foot"]
     if foot is not None:
@@ -333,7 +333,6 @@ def _load_table(position: Position, snap: dict, foot_arm: int, start: int, table
         _check_open_ends(position, table, open_ends)
         position.foot_arm = -1
         for v in open_ends:
-            position.tip_arms[v].append(len(position.arms))
             position.arms.append(Arm(-1, [], v))
             position.open_count[v] += 1
     if position.foot_value >= 0 and position.spinner_empty:
@@ -550,6 +549,10 @@ def _check_open_ends(position: Position, table: list[int], open_ends: list[int])
 
 def _load_arms(position: Position, arms: list, foot_arm: int, start: int, table: list[int]) -> None:
     tables, cfg = position.tables, position.config
+    most = cfg.spinner_arms + cfg.toes * (cfg.max_pips + 1)  # kernel.max_arms
+    if len(arms) > most:
+        raise SnapshotError(f"arms lists {len(arms)} arms; a round of this config lays at most "
+                            f"{most} (R7's spinner arms and R9's toes)")
     placed: set[int] = set()
     spinner = 0
     for index, spec in enumerate(arms):
@@ -581,7 +584,6 @@ def _load_arms(position: Position, arms: list, foot_arm: int, start: int, table:
         position.arms.append(arm)
         if arm.tip >= 0:
             position.open_count[arm.tip] += 1
-            position.tip_arms[arm.tip].append(index)
     if placed | {start} != set(table):
         raise SnapshotError("the arms do not hold exactly the table's tiles")
     if cfg.spinner_arms - spinner != position.spinner_empty:

@@ -136,6 +136,11 @@ class RefRound:
 
     Ends of equal value are interchangeable (the action contract), so a multiset of open-end
     values, the count of empty spinner arms and the pending foot are the whole table state.
+    Beside it, the layout the engine reports (`Engine.arms`, `Engine.placement`), from the same
+    text: a spinner tile starts an arm of the centre (R7), a toe an arm of the foot's double
+    (R9), and any other tile extends the oldest arm (first started) whose tip has the value it
+    attaches to (R6); a double there closes its arm, which the foot's toes then grow from.
+    `arms` holds [parent, [(tile, attached value), ...], tip or None] per arm.
     """
 
     def __init__(self, cfg: ChickenFootConfig, center: int, hands, boneyard, current: int):
@@ -151,6 +156,8 @@ class RefRound:
         self.foot: list[int] | None = None  # [double value, toes still owed] (R9)
         self.drawn: Tile | None = None  # the tile of a post-draw decision (R8)
         self.table = {(self.center, self.center)}
+        self.arms: list[list] = []
+        self.foot_arm: int | None = None
 
     def values(self) -> set[int]:
         foot = None if self.foot is None else self.foot[0]
@@ -164,6 +171,30 @@ class RefRound:
         return legal_actions(
             self.cfg, self.values(), self.hands[self.current], self.drawn, bool(self.boneyard)
         )
+
+    def placement(self, action: int) -> tuple[str, int, int, bool, int, int]:
+        """(rule, arm, parent, new arm, toe, value left open) for a legal tile action now."""
+        tile = self.pairs[action // 2]
+        attached, free = tile[action % 2], tile[1 - action % 2]
+        if self.foot is not None:
+            toe = self.cfg.toes - self.foot[1] + 1
+            return "R9", len(self.arms), self.foot_arm, True, toe, free
+        if self.empty_arms:
+            return "R7", len(self.arms), -1, True, 0, free
+        arm = next(k for k, (_, _, tip) in enumerate(self.arms) if tip == attached)
+        return "R6", arm, self.arms[arm][0], False, 0, -1 if attached == free else free
+
+    def _lay(self, action: int) -> None:
+        rule, arm, parent, new, _, leaves_open = self.placement(action)
+        tile = self.pairs[action // 2]
+        if new:
+            self.arms.append([parent, [], None])
+        self.arms[arm][1].append((tile, tile[action % 2]))
+        self.arms[arm][2] = None if leaves_open < 0 else leaves_open
+        if rule == "R6" and leaves_open < 0:
+            self.foot_arm = arm
+        elif rule == "R9" and self.foot[1] == 1:  # the last toe fills the foot (R10)
+            self.foot_arm = None
 
     def apply(self, action: int) -> bool:
         """Play `action` for the acting seat; True when the round is over (R11)."""
@@ -189,6 +220,7 @@ class RefRound:
             tile = self.pairs[action // 2]
             attached = tile[action % 2]
             free = tile[1 - action % 2]
+            self._lay(action)
             self.hands[seat].remove(tile)
             self.table.add(tile)
             if self.foot is not None:  # a toe (R9); the last one releases the foot (R10)

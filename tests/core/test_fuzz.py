@@ -11,6 +11,9 @@ by step against it:
 * the engine's action mask equals the reference's legal set and is never empty while the game
   runs (R6–R9, the action contract);
 * hands, boneyard order, open ends, empty spinner arms, the pending foot and the acting seat agree;
+* the layout agrees: every arm (parent, tiles with their attached values, tip) and the foot's
+  arm, and every placement the engine reports before a tile is laid (rule, arm, parent, toe,
+  the value left open);
 * rounds end exactly when the reference says (R11), within a bound on their length;
 * round points are the pips left in each hand, the double-blank counted per config and the
   player who went out scoring 0 (R12); the game ends after `num_rounds` rounds (R4) or, with
@@ -80,6 +83,15 @@ def check_conservation(cfg: ChickenFootConfig, view: dict) -> None:
     assert set(everything) == set(pairs_of(cfg.max_pips)), "tiles lost or invented"
 
 
+def compare_layout(ref: RefRound, engine: Engine) -> None:
+    """The engine's arms (the compiled placement's) are the reference's, tile by tile."""
+    pairs = pairs_of(engine.config.max_pips)
+    arms = [[arm.parent, [(pairs[t], attached) for t, attached in arm.tiles],
+             None if arm.tip < 0 else arm.tip] for arm in engine.arms]
+    assert arms == ref.arms
+    assert engine.foot_arm == (-1 if ref.foot_arm is None else ref.foot_arm)
+
+
 def compare(ref: RefRound, view: dict) -> None:
     assert view["current"] == ref.current
     assert view["hands"] == ref.hands
@@ -121,6 +133,11 @@ def play_checked(cfg: ChickenFootConfig, seed: int, policy_seed: int) -> Engine:
         assert legal == ref.legal()
         assert engine.legal_actions() == sorted(legal)
         action = int(policy.choice(sorted(legal)))
+        compare_layout(ref, engine)
+        if action < cfg.draw_action:  # where the move lays its tile, as the engine reports it
+            where = engine.placement(action)
+            assert (where.rule, where.arm, where.parent, where.new_arm, where.toe,
+                    where.leaves_open) == ref.placement(action)
         seat = ref.current
         ended = ref.apply(action)
         finished = engine.step(action)
