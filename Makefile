@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q torch==2.13.0
 	# The TorchRL and Tianshou extras (their examples are tested: tests/test_examples.py) and the
 	# benchmark's peers (connect_four_v3 needs pygame: tests/tools/test_bench.py).
-	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou,bench,docs]'
+	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou,bench,docs,web]'
 	# numba's cache, filled once here, so that no later command waits for compilation.
 	$(PY) -m cf_env.tools.compile
 	touch $@

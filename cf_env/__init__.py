@@ -37,6 +37,16 @@ from cf_env.core.observation import OBSERVATION_VERSION
 
 _moved.install()
 
+
+def _table_svg(engine: Engine) -> str:
+    # Jupyter's picture of an engine (`Engine._repr_svg_`): the viz layer, imported on first use.
+    from cf_env.viz.svg import engine_svg
+
+    return engine_svg(engine)
+
+
+Engine.svg_renderer = _table_svg
+
 __all__ = [
     "ChickenFootBatch",
     "ChickenFootConfig",
