@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test test-rllib lint clean docs-check docs
+.PHONY: run test test-rllib lint clean docs-check docs web-check chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,17 +39,26 @@ test-rllib: $(RLLIB_VENV)/.installed
 # the search; a screenshot of the environment card in test-artifacts/). Debian's Chromium is
 # driven by Playwright, so nothing is downloaded; as root it is installed if missing.
 CHROMIUM ?= /usr/bin/chromium
-docs-check: docs
+docs-check: docs chromium
+	CF_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -q tests/site
+
+# The web app (python -m cf_env.tools.serve) in the same headless Chromium (tests/webapp): a game
+# clicked to "Game over", a replay stepped, a game watched; about 15 s. Its screenshot goes to
+# test-artifacts/web-play.png (make web-check CF_WEB_SCREENSHOT=docs/web-play.png refreshes the
+# docs' picture).
+web-check: $(VENV)/.installed chromium
+	CF_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -q tests/webapp
+
+chromium:
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 	  if [ "$$(id -u)" = 0 ] && [ "$(CHROMIUM)" = /usr/bin/chromium ]; then \
 	    export DEBIAN_FRONTEND=noninteractive; \
 	    apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; \
 	  else \
-	    echo "docs-check needs Chromium at $(CHROMIUM): apt-get install chromium (as root), or make docs-check CHROMIUM=/path/to/chromium" >&2; \
+	    echo "docs-check and web-check need Chromium at $(CHROMIUM): apt-get install chromium (as root), or make docs-check CHROMIUM=/path/to/chromium" >&2; \
 	    exit 1; \
 	  fi; \
 	fi
-	CF_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -q tests/site
 
 # The documentation site (docs/, Sphinx + MyST + furo) into site/; any warning fails the build.
 docs: $(VENV)/.installed

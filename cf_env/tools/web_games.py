@@ -183,8 +183,10 @@ class _Table(_Game):
 
     def _round_start(self) -> str:
         e = self.engine
-        return (f"Round {round_label(e, ' of ')}: {self.label(e.start_seat)} sets "
-                f"{e.center}|{e.center}; {self.label(e.current)} plays first.")
+        sets = "set" if self.label(e.start_seat) == "you" else "sets"
+        plays = "play" if self.label(e.current) == "you" else "plays"
+        return (f"Round {round_label(e, ' of ')}: {self.label(e.start_seat)} {sets} "
+                f"{e.center}|{e.center}; {self.label(e.current)} {plays} first.")
 
     def apply(self, action: int, reveal_view: bool) -> None:
         """Apply one legal action and log it as the table saw it."""

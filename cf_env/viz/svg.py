@@ -49,7 +49,7 @@ from cf_env.viz.image_paint import (
 )
 from cf_env.viz.render import round_label, seat_label
 
-HAND_TILE = 34  # pixels: the length of a hand tile in the panel
+HAND_TILE = 44  # pixels: the length of a hand tile in the panel
 
 
 def _rgb(colour: tuple[int, int, int]) -> str:
