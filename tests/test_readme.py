@@ -184,7 +184,7 @@ CLIS = ["training.ppo", "training.evaluate", "training.ship", "training.export",
         "training.exploit", "training.model_card", "cf_env.viz.replay", "cf_env.tools.play",
         "cf_env.tools.demo", "cf_env.tools.bench", "cf_env.tools.soak", "cf_env.tools.compile",
         "cf_env.tools.kernel_bench", "cf_env.tools.search_bench", "cf_env.tools.openspiel_bots",
-        "cf_env.tools.serve",
+        "cf_env.tools.serve", "cf_env.tools.web_load",
         *(f"examples/{p.name}" for p in sorted((ROOT / "examples").glob("*.py")))]
 
 

@@ -140,7 +140,10 @@ def _policies(config, specs_by_seat: list[str | None], seed: int) -> list:
 
 
 # ---------------------------------------------------------------------------- games
-class _Game:
+class WebGame:
+    """What every game of the store has: an id, the session that owns it, a lock, when it was
+    last used, and a `version` that each change must name."""
+
     kind = "?"
 
     def __init__(self, session: str):
@@ -159,7 +162,7 @@ class _Game:
                                 f"version {self.version} (reload the game)")
 
 
-class _Table(_Game):
+class TableGame(WebGame):
     """A game the server plays (Play or Watch): the engine, the arena, the public log."""
 
     def __init__(self, session: str, config, names: list[str], policies: list, seed: int):
@@ -254,7 +257,7 @@ class _Table(_Game):
         return data
 
 
-class PlayGame(_Table):
+class PlayGame(TableGame):
     """A human at `seat` against policies: the view shows only what that seat may see."""
 
     kind = "play"
@@ -319,7 +322,7 @@ class PlayGame(_Table):
         return data
 
 
-class WatchGame(_Table):
+class WatchGame(TableGame):
     """Policies at every seat, one decision per step; every hand shown (a spectator)."""
 
     kind = "watch"
@@ -352,7 +355,7 @@ class WatchGame(_Table):
         return data
 
 
-class ReplayGame(_Game):
+class ReplayGame(WebGame):
     """A game record, frame by frame (`cf_env.viz.record.iter_replay`), every hand shown."""
 
     kind = "replay"
@@ -417,7 +420,7 @@ class GameStore:
 
     def __init__(self, max_games: int = 64, per_session: int = 4, idle_s: float = 1800.0):
         self.max_games, self.per_session, self.idle_s = max_games, per_session, idle_s
-        self.games: dict[str, _Game] = {}
+        self.games: dict[str, WebGame] = {}
         self.lock = threading.Lock()
 
     def sweep(self, now: float | None = None) -> None:
@@ -440,14 +443,14 @@ class GameStore:
                                     f"limit: try again when one has ended or expired "
                                     f"({self.idle_s:.0f} s idle)")
 
-    def add(self, game: _Game) -> _Game:
+    def add(self, game: WebGame) -> WebGame:
         with self.lock:
             if len(self.games) >= self.max_games:
                 raise WebError(503, f"the server holds {self.max_games} live games, its limit")
             self.games[game.id] = game
         return game
 
-    def get(self, session: str, gid: str) -> _Game:
+    def get(self, session: str, gid: str) -> WebGame:
         with self.lock:
             game = self.games.get(gid)
         if game is None or game.session != session:  # another browser's game is not found
@@ -457,4 +460,4 @@ class GameStore:
         return game
 
 
-__all__ = ["GameStore", "PlayGame", "ReplayGame", "WatchGame", "WebError"]
+__all__ = ["GameStore", "PlayGame", "ReplayGame", "TableGame", "WatchGame", "WebError", "WebGame"]

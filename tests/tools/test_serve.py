@@ -260,3 +260,15 @@ def test_engine_and_env_show_the_table_as_svg_from_the_png_geometry():
     env = cf_env.env(num_players=2, max_pips=6)
     env.reset(seed=0)
     assert 'class="tile centre' in env.unwrapped._repr_svg_()
+
+
+@pytest.mark.slow
+def test_the_load_test_plays_concurrent_games_to_the_end_over_http(tmp_path):
+    from cf_env.tools import web_load
+
+    out = tmp_path / "load.json"
+    status = web_load.main(["--games", "3", "--concurrency", "3", "--rounds", "1",
+                            "--deadline", "120", "--json", str(out)])
+    figures = json.loads(out.read_text())
+    assert status == 0 and figures["finished"] == 3 and figures["errors"] == figures["lost"] == 0
+    assert figures["requests"] >= 3 * 3  # create, moves, the final read
