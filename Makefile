@@ -61,11 +61,13 @@ chromium:
 	fi
 
 # The documentation site (docs/, Sphinx + MyST + furo) into site/; any warning fails the build.
+# Sphinx's pickled doctrees go to build/doctrees, so site/ holds only what is published.
 docs: $(VENV)/.installed
-	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs site
+	rm -rf site/.doctrees
+	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html -d build/doctrees docs site
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check cf_env training tests examples
 
 clean:
-	rm -rf $(VENV) $(RLLIB_VENV) site docs/_autosummary test-artifacts
+	rm -rf $(VENV) $(RLLIB_VENV) site build/doctrees docs/_autosummary test-artifacts
