@@ -101,13 +101,30 @@ def _rule_options(data: dict) -> dict:
     }
 
 
-RULE_FIELDS = {"players", "max_pips", "spinner_arms", "rounds", "seed"}
+RULE_FIELDS = {"players", "max_pips", "spinner_arms", "rounds", "seed", "variants"}
+# The rule variants a form may set (`ChickenFootConfig` checks their values).
+VARIANTS = ("hand_size", "toes", "draw_until_playable", "must_play_drawn", "double_blank_value",
+            "start_search", "target_score", "tie_break")
 
 
-def _build(opponents: str, seat: int, rules: dict, watch: bool):
+def _variants(data: dict) -> dict:
+    variants = data.get("variants") or {}
+    if not isinstance(variants, dict) or len(variants) > len(VARIANTS):
+        raise WebError(400, f"variants must be an object of rule variants: {list(VARIANTS)}")
+    for name, value in variants.items():
+        if name not in VARIANTS:
+            raise WebError(400, f"unknown variant {name[:40]!r}; valid: {list(VARIANTS)} "
+                                "(players, set, spinner arms and rounds have their own fields)")
+        if value is not None and not isinstance(value, (bool, int, str)):
+            raise WebError(400, f"variant {name} must be a number, true/false or a word")
+    return variants
+
+
+def _build(opponents: str, seat: int, rules: dict, watch: bool, variants: dict):
     """(config, specs per seat, seed) from the form, by the terminal game's rules (a checkpoint's
     card gives the rules it was trained for); `ValueError`s become 400s naming the problem."""
-    args = argparse.Namespace(opponents=opponents, seat=seat, image=None, record=None, **rules)
+    args = argparse.Namespace(opponents=opponents, seat=seat, image=None, record=None,
+                              **{k: v for k, v in rules.items() if k != "variants"})
     if watch and args.players is None:
         # Watch lists a spec per seat (one seat is the "human" for the terminal game's rules).
         count = len([s for s in opponents.split(",") if s.strip()])
@@ -116,9 +133,9 @@ def _build(opponents: str, seat: int, rules: dict, watch: bool):
         specs = resolve_specs(args)
         config = ChickenFootConfig(
             max_pips=args.max_pips, num_players=args.players, num_rounds=args.rounds,
-            spinner_arms=args.spinner_arms, **args.card_rules,
+            spinner_arms=args.spinner_arms, **{**args.card_rules, **variants},
         )
-    except (ValueError, OSError, KeyError) as err:
+    except (ValueError, OSError, KeyError, TypeError) as err:
         raise WebError(400, str(err).replace("--", "")) from err
     return config, specs, args.seed
 
@@ -137,6 +154,35 @@ def _policies(config, specs_by_seat: list[str | None], seed: int) -> list:
         except Exception as err:  # a bad spec, a missing checkpoint: say which
             raise WebError(400, f"cannot build the policy {spec!r}: {err}") from err
     return policies
+
+
+def rule_broken(engine: Engine, action: int) -> str:
+    """The rule an illegal action of the acting seat breaks, in words (R6-R9), for a reader."""
+    cfg, tables = engine.config, engine.tables
+    draw = cfg.draw_action
+    if not 0 <= action < cfg.num_actions:
+        return f"there is no action {action} (0..{cfg.num_actions - 1})"
+    if action == draw:
+        return ("R8: you may draw only when you cannot place a tile and the boneyard is not "
+                "empty")
+    if action == draw + 1:
+        return "R8: you may pass only after a draw, or when you can neither place nor draw"
+    tile = action >> 1
+    if tile not in engine.hand(engine.current):
+        return f"you do not hold {tile_text(tables.pairs[tile])}"
+    if engine.drawn_tile >= 0:
+        return "R8: after a draw, only the drawn tile may be placed (or pass)"
+    if engine.foot_value >= 0:
+        value = engine.foot_value
+        return (f"R9: the chicken foot on {value}|{value} gets its toes first: play a tile "
+                f"with a {value}")
+    if engine.spinner_empty:
+        return (f"R7: every arm of the centre {engine.center}|{engine.center} gets a tile "
+                f"first: play a tile with a {engine.center}")
+    if tables.is_double[tile] and action & 1:
+        return "a double is played by its first action id (2t); 2t + 1 is never legal"
+    return (f"R6: a tile attaches to an open end of the same value (open: "
+            f"{engine.playable_values()})")
 
 
 # ---------------------------------------------------------------------------- games
@@ -266,7 +312,8 @@ class PlayGame(TableGame):
         _check_keys(data, RULE_FIELDS | {"opponents", "seat"})
         opponents = _str_field(data, "opponents", "greedy")
         seat = _int_field(data, "seat", 0, 7, 0)
-        config, specs, seed = _build(opponents, seat, _rule_options(data), watch=False)
+        config, specs, seed = _build(opponents, seat, _rule_options(data), watch=False,
+                                     variants=_variants(data))
         others = iter(specs)
         by_seat = [None if s == seat else next(others) for s in range(config.num_players)]
         names = ["you" if s == seat else by_seat[s] for s in range(config.num_players)]
@@ -297,7 +344,7 @@ class PlayGame(TableGame):
                                 f"{json.dumps(action)[:40]}")
         problem = e.action_problem(action)
         if problem is not None:
-            raise WebError(422, f"illegal move: {problem} (R6-R9 say where tiles go)")
+            raise WebError(422, f"illegal move: {rule_broken(e, action)}. {problem}")
         drew = decode(e.tables, action).kind == DRAW
         self.apply(action, False)
         if drew and e.drawn_tile >= 0 and e.current == self.seat:
@@ -335,7 +382,8 @@ class WatchGame(TableGame):
         # The terminal game's rules read seat 0 as the human: give it the first spec too.
         config, others, seed = _build(",".join(specs[1:] or specs), 0,
                                       {**rules, "players": rules["players"] or
-                                       (len(specs) if len(specs) > 1 else None)}, watch=True)
+                                       (len(specs) if len(specs) > 1 else None)}, watch=True,
+                                      variants=_variants(data))
         by_seat = [specs[0], *others]
         super().__init__(session, config, by_seat, _policies(config, by_seat, seed), seed)
 

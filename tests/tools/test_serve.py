@@ -272,3 +272,40 @@ def test_the_load_test_plays_concurrent_games_to_the_end_over_http(tmp_path):
     figures = json.loads(out.read_text())
     assert status == 0 and figures["finished"] == 3 and figures["errors"] == figures["lost"] == 0
     assert figures["requests"] >= 3 * 3  # create, moves, the final read
+
+
+def test_an_illegal_move_is_answered_with_the_rule_it_breaks():
+    from cf_env.tools.web_games import rule_broken
+
+    cfg = ChickenFootConfig(num_players=2, max_pips=6)
+    engine = Engine(cfg, seed=3)
+    seat = engine.current
+    legal = set(engine.legal_actions())
+    held = engine.hand(seat)
+    centre = engine.center
+    # The round's first moves fill the centre's arms (R7); drawing is not allowed while a tile
+    # can be placed (R8); a tile not held is not playable.
+    off_centre = [2 * t for t in held if centre not in engine.tables.pairs[t]]
+    assert engine.spinner_empty and off_centre and cfg.draw_action not in legal  # (seed 3)
+    assert rule_broken(engine, off_centre[0]).startswith("R7")
+    assert rule_broken(engine, cfg.draw_action).startswith("R8")
+    missing = next(t for t in range(cfg.num_tiles) if t not in held)
+    assert "do not hold" in rule_broken(engine, 2 * missing)
+    assert "no action" in rule_broken(engine, cfg.num_actions)
+    c = client()
+    state = new_play(c, seed=3)
+    bad = c.post(f"/api/games/{state['id']}/move",
+                 json={"action": 2 * missing, "version": state["version"]})
+    assert bad.status_code == 422 and "illegal move" in bad.json()["error"]
+
+
+def test_play_takes_rule_variants_and_refuses_unknown_ones():
+    c = client()
+    state = new_play(c, variants={"toes": 2, "start_search": "all_draw"})
+    game = c.app.state.store.games[state["id"]]
+    assert game.config.toes == 2 and game.config.start_search == "all_draw"
+    for variants, words in [({"num_toes": 2}, "unknown variant"), ({"toes": [2]}, "number"),
+                            ({"max_pips": 9}, "their own fields"), ({"toes": 0}, "toes"),
+                            ("toes=2", "object")]:
+        response = c.post("/api/play", json={"players": 2, "variants": variants})
+        assert response.status_code == 400 and words in response.json()["error"], response.text

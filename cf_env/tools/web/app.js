@@ -45,14 +45,40 @@ async function request(method, url, body, raw) {
   }
 }
 
+// "target_score=200, start_search=all_draw" -> {target_score: 200, start_search: "all_draw"}
+function parseVariants(text) {
+  const out = {};
+  for (const part of text.split(",").map((p) => p.trim()).filter(Boolean)) {
+    const match = /^(\w+)\s*=\s*(.+)$/.exec(part);
+    if (!match) throw new Error(`variants: "${part}" is not name=value`);
+    const value = match[2].trim();
+    out[match[1]] = /^-?\d+$/.test(value) ? Number(value)
+      : value === "true" ? true : value === "false" ? false
+      : value === "none" || value === "null" ? null : value;
+  }
+  return out;
+}
+
 function formData(form) {
   const out = {};
   for (const element of form.elements) {
     if (!element.name || element.value === "") continue;
-    out[element.name] = element.type === "number" || element.tagName === "SELECT"
+    if (element.name === "variants") out.variants = parseVariants(element.value);
+    else out[element.name] = element.type === "number" || element.tagName === "SELECT"
       ? Number(element.value) : element.value;
   }
   return out;
+}
+
+function submit(url, form) {
+  let data;
+  try {
+    data = formData(form);
+  } catch (err) {
+    return showError(err.message);
+  }
+  stopRun();
+  request("POST", url, data);
 }
 
 function text(tag, value, cls) {
@@ -168,13 +194,11 @@ document.addEventListener("DOMContentLoaded", async () => {
   }
   $("play-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    stopRun();
-    request("POST", "/api/play", formData(event.target));
+    submit("/api/play", event.target);
   });
   $("watch-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    stopRun();
-    request("POST", "/api/watch", formData(event.target));
+    submit("/api/watch", event.target);
   });
   $("watch-step").addEventListener("click", watchStep);
   $("watch-run").addEventListener("click", () => {
