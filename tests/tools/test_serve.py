@@ -309,3 +309,21 @@ def test_play_takes_rule_variants_and_refuses_unknown_ones():
                             ("toes=2", "object")]:
         response = c.post("/api/play", json={"players": 2, "variants": variants})
         assert response.status_code == 400 and words in response.json()["error"], response.text
+
+
+def test_a_checkpoint_opponent_plays_the_game_of_its_card():
+    c = client()
+    state = new_play(c, opponents="ppo:checkpoints/selfplay-2p-d6", players=None, max_pips=None,
+                     rounds=1)
+    assert state["rules"]["players"] == 2 and state["rules"]["max_pips"] == 6
+    assert state["names"][1] == "player_1 (ppo:selfplay-2p-d6)"
+    refused = c.post("/api/play", json={"opponents": "ppo:checkpoints/selfplay-2p-d6",
+                                        "players": 4})
+    assert refused.status_code == 400 and "contradicts" in refused.json()["error"]
+
+
+def test_the_server_refuses_bad_options():
+    from cf_env.tools.serve import main
+
+    assert main(["--port", "70000"]) == 2
+    assert main(["--max-games", "0"]) == 2
