@@ -15,12 +15,13 @@ listed before it (`tests/test_architecture.py` checks this and that no imports f
   the weights-only checkpoint reader (`checkpoint`) and `arena`, the one loop that plays
   policies through a game.
 - `viz`: text (`render`) and pictures (`render_image` over `image_geometry`, `image_paint`,
-  `image_panel`), game records (`record`) and `replay`.
+  `image_panel`; `svg`, the same picture as SVG), game records (`record`) and `replay`.
 - `envs`: adapters to other APIs: the PettingZoo AEC env (`env`; `chicken_foot_v1` its versioned
   entry point, `chicken_foot_v0` the deprecated first version), the Gymnasium learner's view
   (`single_agent`) and the OpenSpiel game (`openspiel_game`).
 - `tools`: command-line programs: `play`, `demo`, `soak` (with `reference`, the independent rules
-  model it and the tests check the engine against), `bench`, `search_bench`, `openspiel_bots`.
+  model it and the tests check the engine against), `bench`, `search_bench`, `openspiel_bots`,
+  and the web app `serve` (its games: `web_games`; its load test: `web_load`).
 
 Adapters import gymnasium/pettingzoo, so this package imports them only when used:
 `import cf_env.core.engine` needs numpy alone. The old flat paths (`cf_env.engine`,

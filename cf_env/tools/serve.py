@@ -252,6 +252,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     parser.add_argument("--opponents", default="greedy",
                         help="the Play form's opponents (policy specs; default: greedy)")
+    parser.add_argument("--allowed-hosts", default=None,
+                        help="comma-separated Host names the app answers besides localhost "
+                             "(default: the --host address; e.g. the machine's LAN name when "
+                             "binding 0.0.0.0)")
     parser.add_argument("--max-games", type=int, default=64,
                         help="live games the server keeps at most (default: 64)")
     parser.add_argument("--idle-minutes", type=float, default=30.0,
@@ -272,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("error: the web app needs the `web` extra: pip install -e '.[web]'", file=sys.stderr)
         return 2
-    hosts = LOCAL if args.host in LOCAL else (*LOCAL, args.host)
+    extra = [h.strip() for h in (args.allowed_hosts or args.host).split(",") if h.strip()]
+    hosts = (*LOCAL, *(h for h in extra if h not in LOCAL))
     store = GameStore(max_games=args.max_games, idle_s=args.idle_minutes * 60)
     app = create_app(store, opponents=args.opponents, hosts=hosts)
     print(f"Chicken Foot: http://{args.host}:{args.port}/  (Ctrl-C stops)", flush=True)

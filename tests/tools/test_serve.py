@@ -327,3 +327,10 @@ def test_the_server_refuses_bad_options():
 
     assert main(["--port", "70000"]) == 2
     assert main(["--max-games", "0"]) == 2
+
+
+def test_the_app_answers_only_the_hosts_it_serves():
+    app = create_app(hosts=("127.0.0.1", "localhost", "lan-box"))
+    assert TestClient(app, base_url="http://lan-box:8000").get("/").status_code == 200
+    assert TestClient(app, base_url="http://localhost:8000").get("/").status_code == 200
+    assert TestClient(app, base_url="http://attacker.example").get("/").status_code == 400
