@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test test-boundscheck test-rllib lint clean docs-check docs
+.PHONY: run test test-boundscheck test-rllib lint clean docs-check docs web-check chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q torch==2.13.0
 	# The TorchRL and Tianshou extras (their examples are tested: tests/test_examples.py) and the
 	# benchmark's peers (connect_four_v3 needs pygame: tests/tools/test_bench.py).
-	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou,bench,docs]'
+	$(PY) -m pip install -q -e '.[dev,torchrl,tianshou,bench,docs,web]'
 	# numba's cache, filled once here, so that no later command waits for compilation.
 	$(PY) -m cf_env.tools.compile
 	touch $@
@@ -51,24 +51,35 @@ test-rllib: $(RLLIB_VENV)/.installed
 # the search; a screenshot of the environment card in test-artifacts/). Debian's Chromium is
 # driven by Playwright, so nothing is downloaded; as root it is installed if missing.
 CHROMIUM ?= /usr/bin/chromium
-docs-check: docs
+docs-check: docs chromium
+	CF_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -q tests/site
+
+# The web app (python -m cf_env.tools.serve) in the same headless Chromium (tests/webapp): a game
+# clicked to "Game over", a replay stepped, a game watched; about 15 s. Its screenshot goes to
+# test-artifacts/web-play.png (make web-check CF_WEB_SCREENSHOT=docs/web-play.png refreshes the
+# docs' picture).
+web-check: $(VENV)/.installed chromium
+	CF_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -q tests/webapp
+
+chromium:
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 	  if [ "$$(id -u)" = 0 ] && [ "$(CHROMIUM)" = /usr/bin/chromium ]; then \
 	    export DEBIAN_FRONTEND=noninteractive; \
 	    apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; \
 	  else \
-	    echo "docs-check needs Chromium at $(CHROMIUM): apt-get install chromium (as root), or make docs-check CHROMIUM=/path/to/chromium" >&2; \
+	    echo "docs-check and web-check need Chromium at $(CHROMIUM): apt-get install chromium (as root), or make docs-check CHROMIUM=/path/to/chromium" >&2; \
 	    exit 1; \
 	  fi; \
 	fi
-	CF_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -q tests/site
 
 # The documentation site (docs/, Sphinx + MyST + furo) into site/; any warning fails the build.
+# Sphinx's pickled doctrees go to build/doctrees, so site/ holds only what is published.
 docs: $(VENV)/.installed
-	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs site
+	rm -rf site/.doctrees
+	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html -d build/doctrees docs site
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check cf_env training tests examples
 
 clean:
-	rm -rf $(VENV) $(RLLIB_VENV) site docs/_autosummary test-artifacts
+	rm -rf $(VENV) $(RLLIB_VENV) site build/doctrees docs/_autosummary test-artifacts

@@ -18,13 +18,14 @@ listed before it (`tests/test_architecture.py` checks this and that no imports f
   weights-only checkpoint reader (`checkpoint`) and `arena`, the one loop that plays policies
   through a game.
 - `viz`: text (`render`) and pictures (`render_image` over `image_geometry`, `image_paint`,
-  `image_panel`), game records (`record`) and `replay`.
+  `image_panel`; `svg`, the same picture as SVG), game records (`record`) and `replay`.
 - `envs`: adapters to other APIs: the PettingZoo AEC env (`env`; `chicken_foot_v1` its versioned
   entry point), the Gymnasium learner's view (`single_agent`), N games at once (`batch`) and the
   native Gymnasium vector env over them (`vector_env`), and the OpenSpiel game (`openspiel_game`).
 - `tools`: command-line programs: `play`, `demo`, `soak` (with `reference`, the independent rules
   model it and the tests check the engine against), `bench`, `search_bench`, `openspiel_bots`,
-  `compile`, `fuzz_boundary`.
+  `compile`, `fuzz_boundary`, and the web app `serve` (its games: `web_games`; its load test:
+  `web_load`).
 
 Adapters import gymnasium/pettingzoo, so this package imports them only when used:
 `import cf_env.core.engine` needs numpy and numba alone.
@@ -37,6 +38,16 @@ from cf_env.core.config import ChickenFootConfig, DriverOptions
 from cf_env.core.engine import Engine
 from cf_env.core.observation import OBSERVATION_VERSION
 from cf_env.core.snapshot import SnapshotError
+
+
+def _table_svg(engine: Engine) -> str:
+    # Jupyter's picture of an engine (`Engine._repr_svg_`): the viz layer, imported on first use.
+    from cf_env.viz.svg import engine_svg
+
+    return engine_svg(engine)
+
+
+Engine.svg_renderer = _table_svg
 
 __all__ = [
     "ChickenFootBatch",

@@ -27,7 +27,8 @@ extensions = [
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 # Results folders hold json, sh, py and png beside their Markdown: only .md/.rst are sources.
-exclude_patterns = ["_build", "_ext", "**/__pycache__"]
+# The score cards (benchmark/*.md) are shown by benchmark.md, which includes them: not pages too.
+exclude_patterns = ["_build", "_ext", "**/__pycache__", "benchmark/*.md"]
 
 # MyST: `{include}` of the changelog, anchors for `#section` links, tables and colon fences.
 myst_enable_extensions = ["colon_fence", "deflist"]
@@ -61,7 +62,11 @@ nitpick_ignore_regex = [
 
 html_theme = "furo"
 html_title = "chickenfoot"
-html_static_path: list[str] = []
+# custom.css: code blocks wrap and tables shrink, so nothing is cut off at 1366 px (tests/site
+# checks every page at that width); the favicon is the web app's.
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+html_favicon = "_static/favicon.svg"
 html_theme_options = {"navigation_with_keys": True}
 html_show_sourcelink = False
 html_copy_source = False

@@ -184,6 +184,7 @@ CLIS = ["training.ppo", "training.evaluate", "training.ship", "training.export",
         "training.exploit", "training.model_card", "cf_env.viz.replay", "cf_env.tools.play",
         "cf_env.tools.demo", "cf_env.tools.bench", "cf_env.tools.soak", "cf_env.tools.compile",
         "cf_env.tools.kernel_bench", "cf_env.tools.search_bench", "cf_env.tools.openspiel_bots",
+        "cf_env.tools.serve", "cf_env.tools.web_load",
         *(f"examples/{p.name}" for p in sorted((ROOT / "examples").glob("*.py")))]
 
 
@@ -228,3 +229,18 @@ def test_every_cli_help_shows_its_defaults(cli, monkeypatch):
             continue  # "not given": the help says in words what happens then, if anything
         shown = formatter._get_help_string(action) % {**vars(action), "prog": parser.prog}
         assert "default" in shown, f"{cli} {action.option_strings[0]}: --help shows no default"
+
+
+@pytest.mark.parametrize(("page", "heading"), [(GETTING_STARTED, "A first game in Python"),
+                                               ("README.md", "In Python"),
+                                               ("docs/environment.md", "Usage")])
+def test_first_game_snippets_print_what_their_comments_say(page, heading):
+    # Each `print(...)  # words: VALUE` line of the snippet prints exactly VALUE.
+    code = re.search(r"```python\n(.*?)```", section(PAGES[page], heading), re.S)[1]
+    promised = [line.split("#", 1)[1].rsplit(": ", 1)[1].strip()
+                for line in code.splitlines() if line.startswith("print(")]
+    assert promised, f"{page}: no print line with its output in a comment"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, page, "exec"), {"__name__": "snippet"})
+    assert out.getvalue().splitlines() == promised, page

@@ -434,6 +434,13 @@ class Engine:
             out = checks.array(out, "out", self._row_shape, np.float32, writable=True)
         kernel.one_observe(self.game.buffer, self.game.table_buffer, seat, out)
 
+    # Jupyter shows an engine as its table (`_repr_svg_`). The SVG writer is in `cf_env.viz`,
+    # a higher layer, so the package facade (`cf_env/__init__.py`) registers it here.
+    svg_renderer: Callable[[Engine], str] | None = None
+
+    def _repr_svg_(self) -> str | None:
+        return None if Engine.svg_renderer is None else Engine.svg_renderer(self)
+
     # ------------------------------------------------------------------ copies
     def clone(self) -> Engine:
         """An independent copy (cheaper than snapshot/restore), e.g. for tree search."""

@@ -269,6 +269,13 @@ class raw_env(AECEnv):
         print(render_text(self.engine, viewer=None if self.engine.game_over else self.engine.current))
         return None
 
+    def _repr_svg_(self) -> str:
+        """The table as SVG (Jupyter shows an env inline): the acting player's hand, every
+        hand once the game is over (`cf_env.viz.svg.engine_svg`)."""
+        from cf_env.viz.svg import engine_svg
+
+        return engine_svg(self.engine)
+
     def close(self) -> None:
         pass
 

@@ -442,8 +442,9 @@ def _check_writable(option: str, path: str | None) -> None:
         raise ValueError(f"{option} {path!r}: not writable (check the folder's permissions)")
 
 
-def _specs(args: argparse.Namespace) -> list[str]:
-    """The opponent specs, one per opponent; fills the options left to defaults or to a card."""
+def resolve_specs(args: argparse.Namespace) -> list[str]:
+    """The opponent specs, one per opponent; fills the options left to defaults or to a card
+    (the web app, `cf_env.tools.web_games`, builds its games by the same rules)."""
     specs = [s.strip() for s in args.opponents.split(",")]
     if any(not s for s in specs):
         raise ValueError(f"--opponents has an empty spec: {args.opponents!r}")
@@ -480,7 +481,7 @@ def main(
     try:
         args = parse_args(argv)
         try:
-            specs = _specs(args)
+            specs = resolve_specs(args)
             game = Game(args, specs, out, inp)
         except Exception as err:  # bad options or an opponent that cannot be built: no traceback
             print(f"error: {err}", file=sys.stderr)

@@ -4,7 +4,8 @@
   `autodoc-process-docstring` hook wraps each one in a `markdown-docstring` directive, which parses
   it with MyST, so autodoc renders them as the Markdown they are (headings become bold lines:
   a docstring cannot open sections inside an API entry).
-- Result tables that `training.evaluate` wrote without a heading get their path as a title.
+- Result tables that `training.evaluate` wrote without a heading get a title saying what they
+  show; `cf-bibtex` writes the project's BibTeX entry from CITATION.cff.
 - `cf-observation-table` and `cf-action-table` build the environment card's tables from
   `cf_env.core.observation.observation_layout` and the action codec, so the card cannot drift
   from the code.
@@ -198,13 +199,63 @@ class EnvSummary(ObservationTable):
         return self._parse(_table_md(["", ""], rows))
 
 
+def results_title(docname: str, text: str) -> str:
+    """A title for a results page written without one, saying what it shows: a benchmark score
+    card ("Score card: <agent>"), an evaluation table ("<agent> against <opponents>: <table>",
+    from the table `training.evaluate` writes), else the file's name in words."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    card = re.match(r"\*\*(.+?)\*\* score card of `([^`]+)`", first)
+    if card:
+        return f"{card[1]} score card: `{card[2]}`"
+    rows = re.findall(r"^\| (\S[^|]*?) \| (\d+) \| \d", text, flags=re.M)
+    if rows and first and not first.startswith("|"):
+        agent, opponents = rows[0][0], rows[1:]
+        against = ", ".join(f"{seats}× `{name}`" if seats != "1" else f"`{name}`"
+                            for name, seats in opponents)
+        what = first.split(";")[0].rstrip(".")
+        deals = re.search(r"(\d+) duplicate deals", first)
+        count = f", {deals[1]} deals" if deals else ""
+        return f"`{agent}` against {against} ({what}{count})"
+    return docname.rsplit("/", 1)[-1].replace("-", " ").replace("_", " ")
+
+
 def title_results_tables(app, docname: str, source: list[str]) -> None:
-    """`training.evaluate` writes its tables as Markdown with no heading; the site's navigation
-    needs a title, so such a page is titled by its path (the file itself is left as written)."""
+    """`training.evaluate` and `training.benchmark` write their tables as Markdown with no
+    heading; the site's navigation needs a title, so such a page gets one saying what it shows
+    (`results_title`; the file itself is left as written)."""
     text = source[0]
     if not str(app.env.doc2path(docname)).endswith(".md") or re.match(r"\s*(---|# )", text):
         return
-    source[0] = f"# `{docname}.md`\n\n{text}"
+    source[0] = f"# {results_title(docname, text)}\n\n{text}"
+
+
+class BibTeX(SphinxDirective):
+    """The project's BibTeX entry, made from `CITATION.cff` (the repository root's) at build
+    time, so the two cannot disagree."""
+
+    def run(self) -> list[nodes.Node]:
+        from pathlib import Path
+
+        import yaml  # (myst-parser's own dependency)
+
+        path = Path(self.env.srcdir).parent / "CITATION.cff"
+        self.env.note_dependency(str(path))
+        cff = yaml.safe_load(path.read_text(encoding="utf-8"))
+        authors = " and ".join(
+            "{" + a["name"] + "}" if "name" in a
+            else f"{a.get('family-names', '')}, {a.get('given-names', '')}".strip(", ")
+            for a in cff["authors"]
+        )
+        date = str(cff.get("date-released", ""))
+        fields = [("title", "{" + cff["title"] + "}"), ("author", authors),
+                  ("version", cff.get("version")), ("year", date[:4] or None),
+                  ("month", date[5:7] or None), ("license", cff.get("license")),
+                  ("url", cff.get("repository-code") or cff.get("url"))]
+        body = ",\n".join(f"  {key:<8}= {{{value}}}" for key, value in fields if value)
+        text = f"@software{{chickenfoot,\n{body}\n}}"
+        block = nodes.literal_block(text, text)
+        block["language"] = "bibtex"
+        return [block]
 
 
 def setup(app: Sphinx) -> dict:
@@ -212,6 +263,7 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("cf-observation-table", ObservationTable)
     app.add_directive("cf-action-table", ActionTable)
     app.add_directive("cf-env-summary", EnvSummary)
+    app.add_directive("cf-bibtex", BibTeX)
     app.connect("autodoc-process-docstring", process_docstring)
     app.connect("source-read", title_results_tables)
     _patch_autosummary()

@@ -216,8 +216,13 @@ class Checker:
 
     def _on_request_failed(self, request) -> None:
         owner = self._owner.pop(request, self.current)
-        if owner != self.current and "ERR_ABORTED" in (request.failure or ""):
+        aborted = "ERR_ABORTED" in (request.failure or "")
+        if aborted and owner != self.current:
             return  # cut off because the checker went on to the next page, not a fault
+        if aborted and self._is_site(request.url) and (self.root / self.rel(request.url)).is_file():
+            # The browser fetches the favicon in the background, after `load`, and drops it
+            # when the next page opens: the file is there (a broken icon link is filed anyway).
+            return
         # Outside requests were filed when sent, and HTTP errors by `_on_response`.
         if request.url not in self._failed and self._is_local(request.url):
             self.report.add(owner, f"request failed: {self._short(request.url)} ({request.failure})")
