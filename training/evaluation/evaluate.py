@@ -112,6 +112,13 @@ from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder, SeatView
 from cf_env.tools.cli import HelpFormatter, limit_threads
 from cf_env.viz.record import engine_actions, write_record
+from training.evaluation.batched import (
+    CHUNK_DEALS,
+    DEFAULT_BATCH_SIZE,
+    batch_kind,
+    check_batch_size,
+    play_batched,
+)
 from training.evaluation.report import (
     check_writable,
     format_markdown,
@@ -133,7 +140,9 @@ from training.processes import anonymous_memory, describe_exit, die_with_parent,
 # Re-exported: callers import these from here (the CLI's outputs, the error a policy raises).
 __all__ = [
     "BLOCK_DEALS",
+    "DEFAULT_BATCH_SIZE",
     "DEFAULT_OUT",
+    "GAME_FIELDS",
     "EvaluationPlan",
     "IllegalPolicyActionError",
     "PolicyError",
@@ -159,6 +168,10 @@ __all__ = [
 ]
 
 BLOCK_DEALS = 8  # deals per work unit; fixed so that results never depend on `workers`
+BATCH_CHOICES = ("auto", "on", "off")  # the CLI's --batch; the API takes "auto", True, False
+# The result's "per_game" rows, one per game in (deal, rotation) order.
+GAME_FIELDS = ["deal", "rotation", "policy at each seat (index into policies)",
+               "points of each seat (game total)", "winners (seats)"]
 
 PolicyItem = str | Callable[..., Policy]
 
@@ -232,13 +245,17 @@ def _play_block(job: tuple, where=None) -> list[dict]:
 
     `where` (a worker's shared slot, `_SLOT`) gets the deal and rotation being played and, from
     the arenas, the seat whose policy is choosing (-1: none)."""
-    items, config_dict, seed, block, start, stop, record, *extra = job
-    value_path = extra[0] if extra else None  # variance reduction's value head (or None)
+    items, config_dict, seed, block, start, stop, record, value_path, batch_size = job
     if where is not None:
         where[0] = where[1] = where[2] = -1
     config = ChickenFootConfig.from_dict(config_dict)
     n = config.num_players
     owners = lineup(len(items), n)
+    if batch_size is not None:  # every policy batchable: many games at once (`batched`)
+        built = [_build(item, config, policy_seed(seed, block, i)) for i, item in enumerate(items)]
+        return play_batched(built, owners, config, seed,
+                            {deal: deal_seed(seed, deal) for deal in range(start, stop)},
+                            batch_size)
     labels = _unique_labels(items)
     policies = [_build(items[i], config, policy_seed(seed, block, j)) for j, i in enumerate(owners)]
     engine, encoder = Engine(config, seed=0), Encoder(config)
@@ -545,7 +562,9 @@ class EvaluationPlan:
     """An evaluation whose inputs were all checked (`plan_evaluation`); `run_evaluation` plays it.
 
     `config` is the config played (`num_rounds=1` for single rounds); `owners[j]` is the index
-    of the policy holding slot j (`lineup`); `labels` are the policies' unique names.
+    of the policy holding slot j (`lineup`); `labels` are the policies' unique names; `batch`
+    says whether the games are played batched (`training.evaluation.batched`, at most
+    `batch_size` games in flight per job) or one at a time.
     """
 
     items: tuple[PolicyItem, ...]
@@ -558,6 +577,8 @@ class EvaluationPlan:
     labels: tuple[str, ...]
     record: Path | None = None
     variance_reduction: str | None = None  # a checkpoint whose value head gives the controls
+    batch: bool = False
+    batch_size: int = DEFAULT_BATCH_SIZE
 
 
 def plan_evaluation(
@@ -570,11 +591,16 @@ def plan_evaluation(
     *,
     record: str | Path | None = None,
     variance_reduction: str | os.PathLike | None = None,
+    batch: bool | str = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> EvaluationPlan:
     """Check everything `evaluate` is given before a game is played (see `evaluate`).
 
     Each policy is built once here, so a bad spec, checkpoint or factory fails now; the record
-    folder is created and must be empty and writable. Raises `ValueError` naming the problem.
+    folder is created and must be empty and writable. `batch` (False, True or "auto") is
+    resolved here: True is refused unless every policy can be played batched and neither
+    `record` nor `variance_reduction` is given; "auto" is True exactly then. Raises
+    `ValueError` naming the problem.
     """
     if not isinstance(config, ChickenFootConfig):
         raise ValueError(f"config must be a ChickenFootConfig; got {type(config).__name__}")
@@ -584,6 +610,9 @@ def plan_evaluation(
         raise ValueError(f"workers must be a positive int; got {workers!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+    if not (batch is True or batch is False or batch == "auto"):
+        raise ValueError(f"batch must be True, False or 'auto'; got {batch!r}")
+    batch_size = check_batch_size(batch_size)
     items = tuple(policies)
     for item in items:
         if not (isinstance(item, str) and item) and not callable(item):
@@ -592,8 +621,18 @@ def plan_evaluation(
     owners = lineup(len(items), cfg.num_players)
     labels = _unique_labels(items)
     with user_interrupts():  # a real Ctrl-C meanwhile is not a factory's failure
-        for item in items:
-            _build(item, cfg, 0)
+        built = [_build(item, cfg, 0) for item in items]
+    unbatchable = [label for label, policy in zip(labels, built) if batch_kind(policy) is None]
+    if batch is True:
+        why = (f"policy {unbatchable[0]!r} is played one game at a time (only the random, "
+               "greedy and heuristic bots and ppo: networks are batched)" if unbatchable
+               else "game records are written by the per-game path" if record is not None
+               else "variance reduction replays the per-game path's games"
+               if variance_reduction is not None else None)
+        if why:
+            raise ValueError(f"batched evaluation is not possible here: {why}; use batch='auto' "
+                             "(CLI: --batch auto) or batch=False")
+    batched = batch is not False and not unbatchable and record is None and variance_reduction is None
     if workers > 1:
         for item, label in zip(items, labels):
             if not isinstance(item, str):
@@ -607,7 +646,7 @@ def plan_evaluation(
     value_path = None if variance_reduction is None else _check_value_head(variance_reduction, cfg)
     folder = None if record is None else prepare_record_folder(record)
     return EvaluationPlan(items, cfg, deals, seed, workers, bool(single_round), tuple(owners),
-                          tuple(labels), folder, value_path)
+                          tuple(labels), folder, value_path, batched, batch_size)
 
 
 def _check_value_head(path: str | os.PathLike, cfg: ChickenFootConfig) -> str:
@@ -667,6 +706,8 @@ def evaluate(
     *,
     record: str | Path | None = None,
     variance_reduction: str | os.PathLike | None = None,
+    batch: bool | str = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> dict:
     """Evaluate `policies[0]` against `policies[1:]` over `deals` duplicate deals.
 
@@ -682,9 +723,21 @@ def evaluate(
     `"variance_reduction"`, the win rates and round scores (and the agent's differences) with
     the luck of the draws removed by control variates from that value head, still unbiased
     (`training.evaluation.variance`); everything else is the same as without it.
+
+    `batch=True` plays the games many at once (`training.evaluation.batched`: every policy a
+    compiled bot or a greedy `ppo:` network; no `record`, no `variance_reduction`), at most
+    `batch_size` in flight; "auto" does so when it can; False (the default) plays one game at a
+    time. Both paths play the same deals; a network's games are the same, the bots' tie-breaks
+    come from another stream (`training.evaluation.batched`), so a result differs from the
+    per-game one only by that luck. The result's "play" says which path played.
+
+    The result's "per_game" holds every game in (deal, rotation) order as the row of
+    `GAME_FIELDS` ("game_fields"): deal, rotation, the index (into "policies") of the policy at
+    each seat, each seat's points (the game's total) and the winning seats (R13).
     """
     plan = plan_evaluation(policies, config, deals, seed, workers, single_round, record=record,
-                           variance_reduction=variance_reduction)
+                           variance_reduction=variance_reduction, batch=batch,
+                           batch_size=batch_size)
     return run_evaluation(plan, progress)
 
 
@@ -694,14 +747,16 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
     owners, labels, single_round = list(plan.owners), list(plan.labels), plan.single_round
     n = cfg.num_players
     jobs = []
-    for block, start in enumerate(range(0, deals, BLOCK_DEALS)):
-        stop = min(start + BLOCK_DEALS, deals)
-        job = (items, cfg.to_dict(), seed, block, start, stop, plan.record is not None)
-        jobs.append(job if plan.variance_reduction is None else (*job, plan.variance_reduction))
+    size = CHUNK_DEALS if plan.batch else BLOCK_DEALS
+    for block, start in enumerate(range(0, deals, size)):
+        stop = min(start + size, deals)
+        jobs.append((items, cfg.to_dict(), seed, block, start, stop, plan.record is not None,
+                     plan.variance_reduction, plan.batch_size if plan.batch else None))
 
     per_deal = {m: np.zeros((deals, len(items))) for m in METRICS}
     controls = np.zeros((deals, len(items)))  # each policy's draw correction per deal
     games_in_order: list[tuple[int, dict]] = []
+    per_game: list[list] = []
     bar = _progress_bar(deals, progress)
     try:
         with user_interrupts(), contextlib.closing(_run_blocks(jobs, plan.workers)) as blocks:
@@ -720,6 +775,9 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
                             if "draw_terms" in game:
                                 controls[d, owner] += game["draw_terms"][seat]
                         games_in_order.append((rotation, {**game, "rank": values["rank"]}))
+                        per_game.append([d, rotation, [owners[slot] for slot in game["slots"]],
+                                         [int(sum(rows)) for rows in game["scores"]],
+                                         [int(seat) for seat in game["winners"]]])
                         if plan.record is not None:
                             write_record(
                                 plan.record / record_name(d, rotation, deals),
@@ -773,7 +831,12 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
             "rating": "OpenSkill Plackett-Luce, every game in deal order; "
             "a policy on several seats is ranked by its mean seat rank",
             "metrics": METRIC_DOCS,
+            "play": ("batched: many games at once, the bots' ties broken by a stream per game "
+                     "(training.evaluation.batched)" if plan.batch else "one game at a time"),
         },
+        "play": "batched" if plan.batch else "per-game",
+        "game_fields": GAME_FIELDS,
+        "per_game": per_game,
     }
     if plan.variance_reduction is not None:
         result["variance_reduction"] = corrected_estimates(

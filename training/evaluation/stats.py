@@ -216,11 +216,10 @@ def openskill_ratings(
         updated = model.rate([[ratings[i]] for i in seats], ranks=list(game["rank"]))
         for i in set(seats):
             mine = [team[0] for team, owner in zip(updated, seats) if owner == i]
-            ratings[i] = model.rating(
-                mu=sum(r.mu for r in mine) / len(mine),
-                sigma=sum(r.sigma for r in mine) / len(mine),
-                name=labels[i],
-            )
+            # The first updated copy takes the mean (a fresh `model.rating` would cost a uuid).
+            mine[0].mu = sum(r.mu for r in mine) / len(mine)
+            mine[0].sigma = sum(r.sigma for r in mine) / len(mine)
+            ratings[i] = mine[0]
     return [
         {"name": label, "mu": r.mu, "sigma": r.sigma, "ordinal": r.ordinal()}
         for label, r in zip(labels, ratings)
