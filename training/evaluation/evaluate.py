@@ -115,6 +115,7 @@ from cf_env.viz.record import engine_actions, write_record
 from training.evaluation.batched import (
     CHUNK_DEALS,
     DEFAULT_BATCH_SIZE,
+    MAX_BATCH_SIZE,
     batch_kind,
     check_batch_size,
     play_batched,
@@ -1002,6 +1003,19 @@ def _corrected_headline(result: dict) -> str:
             "estimate needs that many times the deals for this interval's half-width)")
 
 
+def _batch_options(batch: str, batch_size: str) -> tuple[bool | str, int]:
+    """`--batch` and `--batch-size` as `plan_evaluation` takes them (`ValueError` naming the
+    valid values)."""
+    if batch not in BATCH_CHOICES:
+        raise ValueError(f"--batch must be one of {', '.join(BATCH_CHOICES)}; got {batch!r}")
+    try:
+        size = check_batch_size(int(batch_size))
+    except ValueError:
+        raise ValueError(f"--batch-size must be an int in 1..{MAX_BATCH_SIZE} (games in "
+                         f"flight); got {batch_size!r}") from None
+    return {"auto": "auto", "on": True, "off": False}[batch], size
+
+
 def _value_checkpoint(given: str | None, specs: list[str]) -> str | None:
     """`--variance-reduction`'s checkpoint: the one given, or (given bare) the first spec's that
     plays a checkpoint; `ValueError` when there is none."""
@@ -1061,6 +1075,15 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
                         "removed (unbiased control variates from a value head: "
                         "docs/variance-reduction.md), using CHECKPOINT's value.npz; without "
                         "CHECKPOINT, that of the first spec that plays a checkpoint")
+    parser.add_argument("--batch", default="auto", metavar="{auto,on,off}",
+                        help="play many games at once (training.evaluation.batched: the random, "
+                        "greedy and heuristic bots and ppo: networks, one forward pass per "
+                        "network per step): auto does when every policy can and neither "
+                        "--record nor --variance-reduction is given; on requires it; off plays "
+                        "one game at a time (the bots' ties then come from their own seeded "
+                        "generators, as before batched evaluation)")
+    parser.add_argument("--batch-size", default=str(DEFAULT_BATCH_SIZE), metavar="N",
+                        help="games in flight when batched")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     limit_threads()
@@ -1075,9 +1098,15 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
         for paths in outputs:
             check_writable(paths)
         value = _value_checkpoint(args.variance_reduction, [args.agent, *opponents])
+        batch, batch_size = _batch_options(args.batch, args.batch_size)
+        if batch is True and args.record is not None:
+            raise ValueError("--batch on cannot write --record (game records are written by "
+                             "the per-game path); use --batch auto or off")
         plans = [plan_evaluation(group, config, args.deals, seed=args.seed,
                                  workers=args.workers, single_round=args.single_round,
-                                 variance_reduction=value)
+                                 variance_reduction=value,
+                                 batch=batch if args.record is None else False,
+                                 batch_size=batch_size)
                  for group in groups]
         if args.record is not None:  # made last: a refused command leaves no folder
             folder = prepare_record_folder(args.record)
@@ -1104,7 +1133,8 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
         print(_headline(result))
         if "variance_reduction" in result:
             print(_corrected_headline(result))
-        print(f"{result['games']} games in {elapsed:.1f} s with {args.workers} worker(s); "
+        print(f"{result['games']} games ({result['play']}) in {elapsed:.1f} s with "
+              f"{args.workers} worker(s); "
               f"wrote {', '.join(map(str, paths))}"
               + (f"; game records in {plan.record}/" if plan.record is not None else ""))
         if len(plans) > 1:

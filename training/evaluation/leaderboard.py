@@ -63,7 +63,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,8 +75,7 @@ from cf_env.agents.policies import spec_checkpoint, validate_policy_spec
 from cf_env.core import atomic
 from cf_env.core.config import ChickenFootConfig
 from cf_env.tools.cli import HelpFormatter, limit_threads
-from cf_env.viz.record import read_record
-from training.evaluation.evaluate import WorkerDiedError, evaluate, fail, record_name
+from training.evaluation.evaluate import WorkerDiedError, evaluate, fail
 from training.evaluation.stats import game_values
 
 FORMAT = "chickenfoot-leaderboard"
@@ -219,23 +217,14 @@ def _positive(name: str, value, least: int = 1) -> int:
 # --------------------------------------------------------------------------- playing
 def play_match(specs: Sequence[str], entries: Sequence[int], config: ChickenFootConfig,
                deals: int, seed: int, workers: int = 1) -> list[list]:
-    """Play one match (`evaluate` of a mixed lineup, single rounds) and return its games in
-    (deal, rotation) order, each `[deal, rotation, seats, points, winners]` (`GAME_FIELDS`):
-    `seats` the entry index at each seat, `points` each seat's round points."""
-    index = dict(zip(specs, entries))
-    with tempfile.TemporaryDirectory(prefix="leaderboard-") as folder:
-        evaluate(list(specs), config, deals, seed=seed, workers=workers, single_round=True,
-                 record=Path(folder) / "games")
-        games = []
-        n = config.num_players
-        for deal in range(deals):
-            for rotation in range(n):
-                record = read_record(Path(folder) / "games" / record_name(deal, rotation, deals))
-                final = record["final"]
-                games.append([deal, rotation, [index[p] for p in record["players"]],
-                              [int(sum(rows)) for rows in final["scores"]],
-                              [int(w) for w in final["winners"]]])
-    return games
+    """Play one match (`evaluate` of a mixed lineup, single rounds, batched when every entry
+    of it can be: `training.evaluation.batched`) and return its games in (deal, rotation)
+    order, each `[deal, rotation, seats, points, winners]` (`GAME_FIELDS`): `seats` the entry
+    index at each seat, `points` each seat's round points (`evaluate`'s per-game results)."""
+    result = evaluate(list(specs), config, deals, seed=seed, workers=workers, single_round=True,
+                      batch="auto")
+    return [[deal, rotation, [entries[p] for p in seats], points, winners]
+            for deal, rotation, seats, points, winners in result["per_game"]]
 
 
 def _ranks(config: ChickenFootConfig, game: list) -> list[float]:
