@@ -90,6 +90,9 @@ def check_batch_size(batch_size: object) -> int:
 
 
 _MASK = (1 << 64) - 1
+# splitmix64 adds this to a stream's state per draw (`kernel_bots.next_uniform`): the inverse
+# turns a game's state change into its number of tie-break (or `random`) draws.
+_GAMMA_INVERSE = pow(0x9E3779B97F4A7C15, -1, 1 << 64)
 
 
 def _mix64(x: int) -> int:
@@ -110,7 +113,9 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig, s
                  engine_seeds: dict[int, int], batch_size: int = DEFAULT_BATCH_SIZE) -> list[dict]:
     """Play every rotation of the deals `engine_seeds` (deal -> engine seed, in deal order) with
     `policies` (one per policy of the lineup, each batchable: `batch_kind`), slot j held by
-    policies[owners[j]]; returns one result per deal as `evaluate`'s per-game path does."""
+    policies[owners[j]]; returns one result per deal as `evaluate`'s per-game path does, each
+    game also with "bot_draws": how many draws the compiled bots took from its stream (tie-breaks
+    and `random`'s choices; 0: no bot broke a tie)."""
     n = config.num_players
     kinds = [batch_kind(policy) for policy in policies]
     if None in kinds:
@@ -125,6 +130,7 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig, s
     seat_kind = np.zeros((size, n), np.int8)  # OUTSIDE for a network's seat
     seat_owner = np.full((size, n), -1, np.int64)  # the policy index at each seat
     bot_rng = np.zeros(size, np.uint64)
+    bot_start = np.zeros(size, np.uint64)  # each game's stream seed: its draws are counted
     weights = heuristic_weights()
     scores, counts = bot_scratch(config)
     stop = np.zeros(size, np.int8)
@@ -147,7 +153,7 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig, s
                 owner = owners[slot]
                 seat_owner[i, seat] = owner
                 seat_kind[i, seat] = OUTSIDE if kinds[owner] == NETWORK else kinds[owner]
-            bot_rng[i] = bot_stream_seed(engine_seeds[deal], rotation)
+            bot_rng[i] = bot_start[i] = bot_stream_seed(engine_seeds[deal], rotation)
             rounds[i] = []
             given.append(i)
             seeds.append(engine_seeds[deal])
@@ -162,8 +168,10 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig, s
             if st.game_over[i]:
                 deal, rotation = queue[playing[i]]
                 per_seat = [[points[seat] for points in rounds[i]] for seat in range(n)]
+                draws = ((int(bot_rng[i]) - int(bot_start[i])) * _GAMMA_INVERSE) & _MASK
                 games[playing[i]] = {"slots": _rotation_seats(n, rotation), "scores": per_seat,
-                                     "winners": np.flatnonzero(st.winners[i]).tolist()}
+                                     "winners": np.flatnonzero(st.winners[i]).tolist(),
+                                     "bot_draws": draws}
                 finished.append(i)
         return finished
 
