@@ -1,6 +1,7 @@
 """Batched evaluation (`training.evaluation.batched`, `evaluate(batch=...)`): the same deals as
 the per-game path, the same games where the policies are deterministic, the same distribution
-where they draw; per-game results; what cannot be batched is refused with a reason.
+where they draw; per-game results; what cannot be batched is refused with a reason; the
+ratings' fast update equals OpenSkill's.
 
 What "the same" means here. Both paths deal deal d from engine seed `deal_seed(seed, d)` and
 replay it once per rotation with the lineup rotated; the compiled rules core plays exactly the
@@ -36,6 +37,7 @@ from cf_env.viz.record import read_record, record_config
 from training.evaluation import evaluate as evaluate_module
 from training.evaluation.batched import NETWORK, batch_kind, play_batched
 from training.evaluation.evaluate import deal_seed, evaluate, lineup, main, record_name
+from training.evaluation.stats import fractional_ranks, openskill_ratings
 
 SHIPPED = "checkpoints/selfplay-4p-d9"
 TABLE = ChickenFootConfig(num_players=4)  # the shipped agents' table (played as single rounds)
@@ -286,3 +288,51 @@ def test_network_logits_of_a_batch_are_its_rows_logits():
     sampling = load_ppo_policy(SHIPPED, cfg, deterministic=False)
     with pytest.raises(ValueError, match="argmax only"):
         sampling.act_batch(batch, np.stack(masks))
+
+
+# --------------------------------------------------------------------------- ratings
+def openskill_reference(labels, owners, games) -> list[dict]:
+    """The ratings as OpenSkill's own `PlackettLuce.rate` gives them, game by game."""
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    ratings = [model.rating(name=label) for label in labels]
+    for _, game in games:
+        seats = [owners[slot] for slot in game["slots"]]
+        updated = model.rate([[ratings[i]] for i in seats], ranks=list(game["rank"]))
+        for i in set(seats):
+            mine = [team[0] for team, owner in zip(updated, seats) if owner == i]
+            ratings[i] = model.rating(mu=sum(r.mu for r in mine) / len(mine),
+                                      sigma=sum(r.sigma for r in mine) / len(mine))
+    return [{"name": label, "mu": r.mu, "sigma": r.sigma, "ordinal": r.ordinal()}
+            for label, r in zip(labels, ratings)]
+
+
+def test_ratings_are_openskills_bit_for_bit():
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        n = int(rng.integers(2, 6))
+        owners = lineup(int(rng.integers(2, n + 1)), n)  # policies on several seats included
+        labels = [f"p{i}" for i in range(max(owners) + 1)]
+        games = []
+        for _ in range(int(rng.integers(1, 40))):
+            k = int(rng.integers(n))
+            keys = rng.integers(0, 3, n).tolist()  # ties of two, three, every seat
+            games.append((k, {"slots": [(s - k) % n for s in range(n)],
+                              "rank": fractional_ranks(keys)}))
+        assert openskill_ratings(labels, owners, games) == openskill_reference(labels, owners, games)
+
+
+def test_one_round_ranks_are_r13s():
+    from cf_env.core.scoring import r13_key
+    from training.evaluation.stats import game_values
+
+    rng = np.random.default_rng(1)
+    for tie_break in ("r13", "none"):
+        cfg = ChickenFootConfig(tie_break=tie_break)
+        for _ in range(200):
+            points = rng.choice([0, 0, 3, 5, 5, 12], size=4).tolist()
+            scores = [[p] for p in points]
+            keys = [r13_key(rows, tie_break) for rows in scores]
+            ranks = game_values(cfg, {"scores": scores, "winners": [0]})["rank"]
+            assert ranks == fractional_ranks(keys)
