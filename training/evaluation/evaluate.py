@@ -49,6 +49,15 @@ rates, Student-t for the other means: `training.evaluation.stats`).
   variance ratio (`training.evaluation.variance`, docs/variance-reduction.md). Each game is
   replayed from its seed after it is played to value every tile each draw could have given;
   the games played, and every other number of the result, are the same as without it.
+* **batched** — with `batch=True` (or "auto" when possible; CLI `--batch auto`, its default) a
+  lineup of compiled bots and `ppo:` networks is played many games at once
+  (`training.evaluation.batched`: one forward pass per network per step), in fixed jobs of
+  `CHUNK_DEALS` deals; the same deals, the same games for the networks, the bots' ties broken
+  from a stream per game. Search agents, user policies, records and variance reduction keep the
+  per-game path. The result's "play" says which path played ("batched" or "per-game").
+* **per-game results** — the result's "per_game" holds every game in (deal, rotation) order as
+  the row of `GAME_FIELDS`: deal, rotation, the policy (index into "policies") at each seat,
+  each seat's points (the game's total) and the winning seats.
 * **records** — with `record=FOLDER` every game is saved as its own game record
   (`cf_env.viz.record`, `deal<NNNN>-rot<k>.json`), which `python -m cf_env.viz.replay` replays: the deal's
   engine seed, every action, the result and the policy at each seat (`players`).

@@ -5,7 +5,9 @@ pool.
 **Matches.** A *match* seats distinct entries, one per seat, at the board's table (by default 4
 players, double-9, single rounds) and plays `deals` duplicate deals with seat rotation through
 `training.evaluation.evaluate` (its `evaluate` with as many specs as seats: each deal is replayed
-once per rotation, so every entry plays every hand). The *schedule* of lineups is fixed by the
+once per rotation, so every entry plays every hand; batched, `training.evaluation.batched`, when
+every entry of the match is a bot or a `ppo:` network, the bots' tie-breaks then drawn from a
+stream per game); the match's games are `evaluate`'s per-game results. The *schedule* of lineups is fixed by the
 seed (`schedule`): lineups are added one at a time, each started from the pair that has met
 least and filled greedily with the entries that meet the most new opponents, until every pair
 of entries has sat at the same table at least `meetings` times. Match k plays the deals of its
