@@ -531,7 +531,9 @@ def _died(worker: _Worker, job: tuple) -> WorkerDiedError:
     how = describe_exit(code)
     playing = f"deals {start}..{stop - 1}"
     label = None
-    if deal < 0:
+    if job[8] is not None:  # batched: many games at once, none of them "the" game
+        where = "while playing them batched"
+    elif deal < 0:
         where = "outside any game"
     elif seat < 0:
         where = f"during deal {deal}, rotation {rotation}, outside any policy call"
