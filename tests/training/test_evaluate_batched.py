@@ -98,8 +98,7 @@ def test_bots_play_the_same_games_wherever_no_tie_is_broken(tmp_path):
     evaluate(specs, TABLE, deals, seed=seed, single_round=True, record=folder)  # per-game path
     cfg = TABLE.replace(num_rounds=1)
     policies = [load_policy(spec, cfg, 0) for spec in specs]
-    batched = play_batched(policies, lineup(2, 4), cfg, seed,
-                           {d: deal_seed(seed, d) for d in range(deals)})
+    batched = play_batched(policies, lineup(2, 4), cfg, {d: deal_seed(seed, d) for d in range(deals)})
     bot, same, total = HeuristicPolicy(cfg), 0, 0
     for deal in batched:
         for rotation, game in enumerate(deal["games"]):

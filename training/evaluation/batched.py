@@ -109,7 +109,7 @@ def bot_stream_seed(engine_seed: int, rotation: int) -> int:
     return _mix64((engine_seed ^ _mix64(rotation + 1)) & _MASK)
 
 
-def play_batched(policies: list, owners: list[int], config: ChickenFootConfig, seed: int,
+def play_batched(policies: list, owners: list[int], config: ChickenFootConfig,
                  engine_seeds: dict[int, int], batch_size: int = DEFAULT_BATCH_SIZE) -> list[dict]:
     """Play every rotation of the deals `engine_seeds` (deal -> engine seed, in deal order) with
     `policies` (one per policy of the lineup, each batchable: `batch_kind`), slot j held by

@@ -263,7 +263,7 @@ def _play_block(job: tuple, where=None) -> list[dict]:
     owners = lineup(len(items), n)
     if batch_size is not None:  # every policy batchable: many games at once (`batched`)
         built = [_build(item, config, policy_seed(seed, block, i)) for i, item in enumerate(items)]
-        return play_batched(built, owners, config, seed,
+        return play_batched(built, owners, config,
                             {deal: deal_seed(seed, deal) for deal in range(start, stop)},
                             batch_size)
     labels = _unique_labels(items)

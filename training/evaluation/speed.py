@@ -123,14 +123,14 @@ def main(argv: list[str] | None = None) -> dict:
     owners = lineup(2, cfg.num_players)
     seeds = {deal: deal_seed(0, deal) for deal in range(args.deals)}
     games = args.deals * cfg.num_players
-    play_batched([network, opponent], owners, cfg, 0, seeds, args.batch_size)
+    play_batched([network, opponent], owners, cfg, seeds, args.batch_size)
     decisions = calls[0] / games
     layers = [(w.T, b) for w, b in network.weights]
     flops = 2.0 * sum(w.shape[0] * w.shape[1] for w, _ in layers) * decisions
     matmul = _matmul_rate(layers, args.batch_size)
     bots = [load_policy("greedy", cfg, 0), load_policy("greedy", cfg, 0)]
     started = time.process_time()
-    play_batched(bots, owners, cfg, 0, seeds, args.batch_size)
+    play_batched(bots, owners, cfg, seeds, args.batch_size)
     rules_s = (time.process_time() - started) / games
     limit = 1.0 / (flops / matmul + rules_s)
 
