@@ -68,6 +68,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -78,7 +79,7 @@ from cf_env.core import atomic
 from cf_env.core.config import ChickenFootConfig
 from cf_env.tools.cli import HelpFormatter, limit_threads
 from training.evaluation.evaluate import WorkerDiedError, evaluate, fail
-from training.evaluation.stats import game_values
+from training.evaluation.stats import PlackettLuceUpdate, game_values
 
 FORMAT = "chickenfoot-leaderboard"
 VERSION = 1
@@ -235,10 +236,22 @@ def _ranks(config: ChickenFootConfig, game: list) -> list[float]:
 
 
 # --------------------------------------------------------------------------- rating
-def _model():
-    from openskill.models import PlackettLuce
+class Rating(NamedTuple):
+    """An entry's OpenSkill rating: mean and standard deviation."""
 
-    return PlackettLuce()
+    mu: float
+    sigma: float
+
+
+def _model() -> PlackettLuceUpdate:
+    """OpenSkill's default PlackettLuce update, operation for operation
+    (`training.evaluation.stats.PlackettLuceUpdate`: equal to `PlackettLuce().rate` bit for bit,
+    without its per-call copies, which were most of a board's rating time)."""
+    return PlackettLuceUpdate()
+
+
+def _prior(model: PlackettLuceUpdate) -> Rating:
+    return Rating(model.mu, model.sigma)
 
 
 def _interleaved(matches: list[dict], orders: list[np.ndarray], n: int):
@@ -255,11 +268,11 @@ def _interleaved(matches: list[dict], orders: list[np.ndarray], n: int):
 def _rate(model, ratings: list, games, update: set[int] | None) -> list:
     """Feed `games` ((seats, ranks) pairs) to the model; only the entries in `update` (None:
     every entry) take their updated rating, the others keep theirs."""
-    for seats, ranks in games:
-        new = model.rate([[ratings[e]] for e in seats], ranks=ranks)
-        for team, e in zip(new, seats):
+    for seats, ranks in games:  # distinct entries: each seat's rating is its own
+        new = model.rate([ratings[e] for e in seats], seats, ranks)
+        for rating, e in zip(new, seats):
             if update is None or e in update:
-                ratings[e] = team[0]
+                ratings[e] = Rating(*rating)
     return ratings
 
 
@@ -275,13 +288,13 @@ def rate_pool(config: ChickenFootConfig, num_entries: int, matches: list[dict], 
     model, n = _model(), config.num_players
     prepared = _prepare(config, matches)
     full = [np.arange(len(m["games"]) // n) for m in prepared]
-    ratings = _rate(model, [model.rating() for _ in range(num_entries)],
+    ratings = _rate(model, [_prior(model) for _ in range(num_entries)],
                     _interleaved(prepared, full, n), None)
     rng = _generator(seed, 4)
     samples = np.zeros((bootstrap, num_entries))
     for b in range(bootstrap):
         orders = [rng.integers(0, len(o), size=len(o)) for o in full]
-        again = _rate(model, [model.rating() for _ in range(num_entries)],
+        again = _rate(model, [_prior(model) for _ in range(num_entries)],
                       _interleaved(prepared, orders, n), None)
         samples[b] = [r.mu for r in again]
     return ratings, samples
@@ -292,13 +305,13 @@ def rate_newcomer(config: ChickenFootConfig, pool: list[dict], entry: int, match
     """The newcomer's rating over its matches with the pool's ratings held fixed, and its μ in
     each bootstrap replicate of its deals."""
     model, n = _model(), config.num_players
-    frozen = [model.rating(mu=p["rating"]["mu"], sigma=p["rating"]["sigma"]) for p in pool]
+    frozen = [Rating(p["rating"]["mu"], p["rating"]["sigma"]) for p in pool]
     prepared = _prepare(config, matches)
     full = [np.arange(len(m["games"]) // n) for m in prepared]
 
     def run(orders):
         ratings = dict(enumerate(frozen))
-        ratings[entry] = model.rating()
+        ratings[entry] = _prior(model)
         return _rate(model, ratings, _interleaved(prepared, orders, n), {entry})[entry]
 
     rating = run(full)
