@@ -74,12 +74,13 @@ import numpy as np
 
 from cf_env.agents.arena import PolicyError
 from cf_env.agents.checkpoint import read_card
-from cf_env.agents.policies import spec_checkpoint, validate_policy_spec
+from cf_env.agents.policies import load_policy, spec_checkpoint, validate_policy_spec
 from cf_env.core import atomic
 from cf_env.core.config import ChickenFootConfig
 from cf_env.tools.cli import HelpFormatter, limit_threads
+from training.evaluation.batched import batch_kind
 from training.evaluation.evaluate import WorkerDiedError, evaluate, fail
-from training.evaluation.stats import PlackettLuceUpdate, game_values
+from training.evaluation.stats import PlackettLuceUpdate, difference_ci, game_values
 
 FORMAT = "chickenfoot-leaderboard"
 VERSION = 1
@@ -104,6 +105,7 @@ DEFAULT_ENTRIES = (
 DEFAULT_DEALS = 48
 DEFAULT_MEETINGS = 2
 DEFAULT_BOOTSTRAP = 200
+DEFAULT_CHEAP_GAMES = 0  # off: the board of docs/leaderboard.md was built without cheap matches
 ALPHARANK = {"m": 50, "alpha": 100.0}
 NOTES_BEGIN = "<!-- notes: hand-written, kept when the page is regenerated -->"
 NOTES_END = "<!-- end of notes -->"
@@ -176,6 +178,42 @@ def addition_schedule(pool_size: int, table: int, meetings: int, seed: int,
             group += [k for k in order if k not in group][:size - len(group)]
             lineups.append([entry, *sorted(group)])
     return lineups
+
+
+def cheap_schedule(cheap: Sequence[int], table: int, seed: int) -> list[list[int]]:
+    """The cheap entries' own lineups (entry indices, ascending): `schedule` over `cheap` until
+    every pair of them has met once, on a stream of its own; none with fewer than `table`."""
+    if len(cheap) < table:
+        return []
+    return [[cheap[k] for k in lineup]
+            for lineup in schedule(len(cheap), table, 1, _seed_int(seed, 6))]
+
+
+def cheap_deals(target: int, table: int, lineups: list[list[int]], games: dict[int, int]) -> int:
+    """Deals per match of `lineups` so that every entry in them has played at least `target`
+    games, counting the `games` it has played already (each deal of a match seats every entry
+    of its lineup in `table` games); 0 when none is needed, else at least 2."""
+    need = 0
+    for entry in {e for lineup in lineups for e in lineup}:
+        matches = sum(entry in lineup for lineup in lineups)
+        missing = max(0, target - games.get(entry, 0))
+        need = max(need, -(-missing // (table * matches)))
+    return 0 if need == 0 else max(2, need)
+
+
+def is_cheap(spec: str, config: ChickenFootConfig) -> bool:
+    """Whether `spec` is played batched (`training.evaluation.batched`: a bot or a `ppo:`
+    network), so that long matches cost little."""
+    return batch_kind(load_policy(spec, config, 0)) is not None
+
+
+def _games_of(matches: list[dict]) -> dict[int, int]:
+    """Games each entry has played in `matches`."""
+    count: dict[int, int] = {}
+    for match in matches:
+        for entry in match["lineup"]:
+            count[entry] = count.get(entry, 0) + len(match["games"])
+    return count
 
 
 # --------------------------------------------------------------------------- checks
@@ -363,27 +401,44 @@ def _play_all(specs: list[str], lineups: list[list[int]], config: ChickenFootCon
 
 def build(specs: Sequence[str], config: ChickenFootConfig, deals: int = DEFAULT_DEALS,
           meetings: int = DEFAULT_MEETINGS, seed: int = 0, bootstrap: int = DEFAULT_BOOTSTRAP,
-          workers: int = 1) -> dict:
-    """Play the pool's schedule and rate it: the board dict (module docstring, "Files")."""
+          workers: int = 1, cheap_games: int = DEFAULT_CHEAP_GAMES) -> dict:
+    """Play the pool's schedule (and, with `cheap_games`, the cheap entries' own matches until
+    each has played that many games) and rate it: the board dict (module docstring, "Files")."""
     config = _table(config)
     deals, meetings = _positive("deals", deals, 2), _positive("meetings", meetings)
     bootstrap, workers = _positive("bootstrap", bootstrap, 10), _positive("workers", workers)
     _positive("seed", seed, 0)
+    cheap_games = _positive("cheap_games", cheap_games, 0)
     specs = _check_entries(specs, config)
     lineups = schedule(len(specs), config.num_players, meetings, seed)
     seeds = [match_seed(seed, k) for k in range(len(lineups))]
     matches = _play_all(specs, lineups, config, deals, seeds, workers, "pool")
-    return rate_board(specs, config, matches, lineups, deals, meetings, seed, bootstrap)
+    cheap = [i for i, spec in enumerate(specs) if is_cheap(spec, config)]
+    extra: list[list[int]] = []
+    per_match = 0
+    if cheap_games:
+        extra = cheap_schedule(cheap, config.num_players, seed)
+        per_match = cheap_deals(cheap_games, config.num_players, extra, _games_of(matches))
+        if per_match == 0:
+            extra = []
+        seeds = [match_seed(seed, len(lineups) + k) for k in range(len(extra))]
+        matches += _play_all(specs, extra, config, per_match, seeds, workers, "cheap")
+    return rate_board(specs, config, matches, lineups, deals, meetings, seed, bootstrap,
+                      cheap={"games": cheap_games, "deals": per_match, "entries": cheap,
+                             "schedule": extra})
 
 
 def rate_board(specs: list[str], config: ChickenFootConfig, matches: list[dict],
                lineups: list[list[int]], deals: int, meetings: int, seed: int,
-               bootstrap: int) -> dict:
-    """The board of a played pool schedule (what `build` returns after playing it)."""
+               bootstrap: int, cheap: dict | None = None) -> dict:
+    """The board of a played pool schedule (what `build` returns after playing it); `cheap`:
+    the cheap entries' matches, if any (`build`)."""
+    cheap = cheap or {"games": 0, "deals": 0, "entries": [], "schedule": []}
     ratings, samples = rate_pool(config, len(specs), matches, seed, bootstrap)
     entries = []
     for i, spec in enumerate(specs):
         entries.append({"spec": spec, "pool": True, "checkpoint_sha256": _checkpoint_digest(spec),
+                        "cheap": i in cheap["entries"],
                         "rating": _rating_dict(ratings[i], samples[:, i]),
                         **_entry_stats(i, matches)})
     from openskill import __version__ as openskill_version
@@ -393,6 +448,7 @@ def rate_board(specs: list[str], config: ChickenFootConfig, matches: list[dict],
         "version": VERSION,
         "config": config.to_dict(),
         "protocol": {"deals": deals, "meetings": meetings, "seed": seed, "bootstrap": bootstrap,
+                     "cheap_games": cheap["games"], "cheap_deals": cheap["deals"],
                      "rating": f"OpenSkill {openskill_version} PlackettLuce, default prior; mu is "
                                "the mean over the bootstrap replicates (each feeds its games in "
                                "its own order), sigma that of one pass fed interleaved by deal "
@@ -403,6 +459,7 @@ def rate_board(specs: list[str], config: ChickenFootConfig, matches: list[dict],
         "game_fields": GAME_FIELDS,
         "entries": entries,
         "schedule": lineups,
+        "cheap_schedule": cheap["schedule"],
         "matches": matches,
         "additions": [],
     }
@@ -447,10 +504,26 @@ def add_entry(board: dict, spec: str, workers: int = 1, replace: bool = False) -
     seeds = [match_seed(protocol["seed"], k, index) for k in range(len(lineups))]
     names = [e["spec"] for e in entries] + [spec]
     matches = _play_all(names, lineups, config, protocol["deals"], seeds, workers, "added")
+    cheap = is_cheap(spec, config)
+    target = protocol.get("cheap_games", 0)
+    if cheap and target:  # as many games as the cheap pool entries: matches against them alone
+        pool_cheap = [k for k, e in enumerate(pool)
+                      if e.get("cheap", is_cheap(e["spec"], config))]
+        if len(pool_cheap) >= config.num_players - 1:
+            extra = [[index, *(pool_cheap[k] for k in lineup[1:])] for lineup in
+                     addition_schedule(len(pool_cheap), config.num_players, 1,
+                                       _seed_int(protocol["seed"], 7, index), len(pool_cheap))]
+            per_match = cheap_deals(target, config.num_players, extra, _games_of(matches))
+            if per_match:
+                seeds = [match_seed(protocol["seed"], len(lineups) + k, index)
+                         for k in range(len(extra))]
+                matches += _play_all(names, extra, config, per_match, seeds, workers, "added cheap")
+                lineups = lineups + extra
     rating, samples = rate_newcomer(config, pool, index, matches, protocol["seed"],
                                     protocol["bootstrap"])
     entries.append({"spec": spec, "pool": False, "checkpoint_sha256": _checkpoint_digest(spec),
-                    "rating": _rating_dict(rating, samples), **_entry_stats(index, matches)})
+                    "cheap": cheap, "rating": _rating_dict(rating, samples),
+                    **_entry_stats(index, matches)})
     additions.append({"entry": index, "schedule": lineups, "matches": matches})
     new = {**board, "entries": entries, "additions": additions}
     new["alpharank"] = alpharank_view(new)
@@ -511,6 +584,38 @@ def head_to_head(board: dict) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         diff = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return diff, count
+
+
+def separation(board: dict) -> list[dict]:
+    """For each pair of entries adjacent in the ranking (`ranked`, the better first): whether
+    their bootstrap intervals are disjoint; the paired head-to-head difference of their win
+    rates (the better's minus the other's) per deal where both sat, with its 95% Student-t
+    interval over those deals (`training.evaluation.stats.difference_ci`; None under 2 deals);
+    `separated`: either says they differ at 95%; `reversed`: the head-to-head test says the
+    lower-rated one is the better (its interval below 0) while the intervals overlap."""
+    n = board["config"]["num_players"]
+    order = ranked(board)
+    entries = board["entries"]
+    rows = []
+    for upper, lower in zip(order, order[1:]):
+        a, b = entries[upper]["rating"], entries[lower]["rating"]
+        disjoint = a["ci_low"] > b["ci_high"] or b["ci_low"] > a["ci_high"]
+        per_deal = []
+        for match in all_matches(board):
+            if upper not in match["lineup"] or lower not in match["lineup"]:
+                continue
+            by_deal: dict[int, list[float]] = {}
+            for deal, _, seats, _, winners in match["games"]:
+                share = {s: 1.0 / len(winners) for s in winners}
+                by_deal.setdefault(deal, []).append(share.get(seats.index(upper), 0.0)
+                                                    - share.get(seats.index(lower), 0.0))
+            per_deal += [sum(values) / len(values) for values in by_deal.values()]
+        test = difference_ci("win_rate", per_deal, n) if len(per_deal) >= 2 else None
+        paired = test is not None and (test["ci_low"] > 0 or test["ci_high"] < 0)
+        rows.append({"pair": [upper, lower], "disjoint": bool(disjoint), "deals": len(per_deal),
+                     "head_to_head": test, "separated": bool(disjoint or paired),
+                     "reversed": bool(not disjoint and paired and test["ci_high"] < 0)})
+    return rows
 
 
 def alpharank_view(board: dict) -> dict | None:
@@ -620,7 +725,8 @@ def build_command(board: dict, out: Path) -> str:
     for option, value, default in (("deals", p["deals"], DEFAULT_DEALS),
                                    ("meetings", p["meetings"], DEFAULT_MEETINGS),
                                    ("seed", p["seed"], 0),
-                                   ("bootstrap", p["bootstrap"], DEFAULT_BOOTSTRAP)):
+                                   ("bootstrap", p["bootstrap"], DEFAULT_BOOTSTRAP),
+                                   ("cheap-games", p.get("cheap_games", 0), DEFAULT_CHEAP_GAMES)):
         if value != default:
             parts.append(f"--{option} {value}")
     json_path = output_paths(out)[0]
@@ -704,6 +810,10 @@ def format_markdown(board: dict, notes: str = "", json_path: Path | None = None)
         f"* **Deals**: {p['deals']} duplicate deals per match, each replayed {n} times with the "
         f"lineup rotated one seat (`training.evaluation.evaluate`): {games} games in all. Match "
         f"k's deals come from its own seed (`match_seed(seed, k)`), recorded in the JSON.",
+        *([f"* **Cheap entries**: the bots and `ppo:` networks (played batched) then met in "
+            f"{len(board.get('cheap_schedule', []))} matches of their own, {p['cheap_deals']} "
+            f"deals each, so that each played at least {p['cheap_games']} games; the lineups "
+            "are `cheap_schedule` in the JSON."] if p.get("cheap_deals") else []),
         f"* **Rating**: {p['rating']}. **Interval**: {p['interval']}, {p['bootstrap']} "
         f"replicates. **Conservative**: {p['conservative']}.",
         f"* **Additions**: {len(board['additions'])} entr{'y' if len(board['additions']) == 1 else 'ies'} "
@@ -713,6 +823,26 @@ def format_markdown(board: dict, notes: str = "", json_path: Path | None = None)
         "Rebuild it:",
         "",
         f"    {build_command(board, json_path)}",
+        "",
+        "## Which neighbours are separated",
+        "",
+        "Each pair of entries next to each other in the ranking: separated when their intervals "
+        "are disjoint, or when the paired head-to-head test says so (the better one's win rate "
+        "minus the other's, per deal where both sat, 95% Student-t interval over those deals, "
+        "excluding 0). A pair that is not separated is not reliably ordered by these games; "
+        "*reversed* marks a pair whose head-to-head test favours the lower-rated entry (the "
+        "rating weighs every opponent each met, the test only their games together).",
+        "",
+        "| pair | intervals disjoint | head to head [95%] | deals | separated |",
+        "| --- | --- | --- | --- | --- |",
+        *[f"| `{entries[r['pair'][0]]['spec']}` > `{entries[r['pair'][1]]['spec']}` | "
+          f"{'yes' if r['disjoint'] else 'no'} | "
+          + ("–" if r["head_to_head"] is None else
+             f"{100 * r['head_to_head']['mean']:+.1f} [{100 * r['head_to_head']['ci_low']:+.1f}, "
+             f"{100 * r['head_to_head']['ci_high']:+.1f}]")
+          + f" | {r['deals']} | **{'yes' if r['separated'] else 'no'}**"
+          + (" (*reversed*)" if r["reversed"] else "") + " |"
+          for r in separation(board)],
         "",
         "## Head to head",
         "",
@@ -810,6 +940,11 @@ def main(argv: list[str] | None = None) -> dict:
                         help=f"duplicate deals per match (default {DEFAULT_DEALS})")
     parser.add_argument("--meetings", type=int, default=None,
                         help=f"times every pair of entries meets, at least (default {DEFAULT_MEETINGS})")
+    parser.add_argument("--cheap-games", type=int, default=None, metavar="N",
+                        help="after the pool's schedule, the cheap entries (bots and ppo: "
+                        "networks, played batched) play matches among themselves until each has "
+                        f"played at least N games (default {DEFAULT_CHEAP_GAMES}: none); a cheap "
+                        "--add newcomer then gets as many")
     parser.add_argument("--seed", type=int, default=None, help="master seed (default 0)")
     parser.add_argument("--bootstrap", type=int, default=None,
                         help=f"bootstrap replicates of the interval (default {DEFAULT_BOOTSTRAP})")
@@ -837,7 +972,8 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         if args.add is not None:
             given = [f"--{name.replace('_', '-')}" for name in
-                     ("entries", "players", "max_pips", "deals", "meetings", "seed", "bootstrap")
+                     ("entries", "players", "max_pips", "deals", "meetings", "seed", "bootstrap",
+                      "cheap_games")
                      if getattr(args, name) is not None]
             if given:
                 raise ValueError(f"{', '.join(given)} cannot be given with --add: a newcomer is "
@@ -866,7 +1002,9 @@ def main(argv: list[str] | None = None) -> dict:
                           meetings=DEFAULT_MEETINGS if args.meetings is None else args.meetings,
                           seed=0 if args.seed is None else args.seed,
                           bootstrap=DEFAULT_BOOTSTRAP if args.bootstrap is None else args.bootstrap,
-                          workers=args.workers)
+                          workers=args.workers,
+                          cheap_games=(DEFAULT_CHEAP_GAMES if args.cheap_games is None
+                                       else args.cheap_games))
     except (ValueError, OSError) as err:
         fail(err, 2)
     except (PolicyError, WorkerDiedError) as err:
