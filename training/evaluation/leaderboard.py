@@ -13,6 +13,20 @@ least and filled greedily with the entries that meet the most new opponents, unt
 of entries has sat at the same table at least `meetings` times. Match k plays the deals of its
 own seed (`match_seed`), so no two matches share deals.
 
+**Cheap entries** (`cheap_games`, `--cheap-games N`; 0, none, by default). The bots and the
+`ppo:` networks (`is_cheap`: played batched) cost little per game, the search agents much. With
+N > 0, after the pool's schedule the cheap entries meet in matches of their own
+(`cheap_schedule`: every pair of them once, on a stream of the seed's own) of `cheap_deals`
+deals each, as many as it takes for each to have played at least N games in all; their seeds
+continue the pool's match numbering. A cheap newcomer (`--add`) then also meets the cheap pool
+entries (each once) until it has played N games; a search newcomer plays the pool's protocol
+only.
+
+**Separation.** The page says, for each pair of entries next to each other in the ranking,
+whether they are separated (`separation`): their intervals disjoint, or a paired head-to-head
+test at 95% (the difference of their win rates per deal where both sat, Student-t over those
+deals) excluding 0; one that favours the lower-rated entry is marked reversed.
+
 **Rating.** OpenSkill's Plackett-Luce model (the `openskill` package), every entry starting at
 its default prior, fed every game of every match ranked by R13 rank (ties share a rank). The
 games are fed interleaved — deal 0 of every match (in schedule order, each rotation in turn),
@@ -751,7 +765,7 @@ moved no pool rating).
 
 **How to add an agent.** `python -m training.leaderboard --add SPEC` (e.g.
 `--add ppo:checkpoints/my-agent` or `--add ismcts:1000`) plays SPEC in {meetings} round(s)
-of matches, each round seating it once with every pool entry, {deals} duplicate deals a match, and
+of matches, each round seating it once with every pool entry, {deals} duplicate deals a match{cheap}, and
 rewrites these three files: the pool's ratings are unchanged; the newcomer gets a rating,
 interval and counts of its own (its interval resamples its own deals, the pool's ratings taken as
 exact). A spec already on the board is refused; `--replace` re-rates an
@@ -775,7 +789,9 @@ def format_markdown(board: dict, notes: str = "", json_path: Path | None = None)
         "`python -m training.leaderboard` (`training.evaluation.leaderboard`); the raw results "
         f"are in `{json_path.name}`.",
         "",
-        _GUIDE.format(meetings=p["meetings"], deals=p["deals"]),
+        _GUIDE.format(meetings=p["meetings"], deals=p["deals"], cheap=(
+            f" (a bot or `ppo:` network then also meets the cheap entries until it has played "
+            f"{p['cheap_games']} games, as they did)" if p.get("cheap_deals") else "")),
         "## Notes",
         "",
         NOTES_BEGIN,
