@@ -85,6 +85,8 @@ def test_the_page_says_which_neighbours_are_separated(board):
 
 @pytest.mark.parametrize("args, message", [
     (["--cheap-games", "-1"], "cheap_games must be an int >= 0"),
+    (["--cheap-games", "60", "--entries", "random,ismcts:3,ismcts:2"],
+     "cheap_games 60: random would play only 8 games: cheap matches need 2 cheap entries"),
     (["--add", "greedy", "--cheap-games", "10"], "--cheap-games cannot be given with --add"),
 ])
 def test_cli_cheap_games_misuse_names_the_problem(args, message, tmp_path, capsys):

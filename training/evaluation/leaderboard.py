@@ -425,9 +425,18 @@ def build(specs: Sequence[str], config: ChickenFootConfig, deals: int = DEFAULT_
     cheap_games = _positive("cheap_games", cheap_games, 0)
     specs = _check_entries(specs, config)
     lineups = schedule(len(specs), config.num_players, meetings, seed)
+    cheap = [i for i, spec in enumerate(specs) if is_cheap(spec, config)]
+    pool_games = _games_of([{"lineup": lineup, "games": range(deals * config.num_players)}
+                            for lineup in lineups])
+    short = [specs[i] for i in cheap if pool_games.get(i, 0) < cheap_games]
+    if short and len(cheap) < config.num_players:
+        raise ValueError(f"cheap_games {cheap_games}: {', '.join(short)} would play only "
+                         f"{min(pool_games.get(i, 0) for i in cheap if specs[i] in short)} "
+                         "games: cheap matches "
+                         f"need {config.num_players} cheap entries (bots, ppo: networks) and "
+                         f"the pool has {len(cheap)}; give --cheap-games 0 or more cheap entries")
     seeds = [match_seed(seed, k) for k in range(len(lineups))]
     matches = _play_all(specs, lineups, config, deals, seeds, workers, "pool")
-    cheap = [i for i, spec in enumerate(specs) if is_cheap(spec, config)]
     extra: list[list[int]] = []
     per_match = 0
     if cheap_games:
@@ -519,20 +528,19 @@ def add_entry(board: dict, spec: str, workers: int = 1, replace: bool = False) -
     names = [e["spec"] for e in entries] + [spec]
     matches = _play_all(names, lineups, config, protocol["deals"], seeds, workers, "added")
     cheap = is_cheap(spec, config)
-    target = protocol.get("cheap_games", 0)
-    if cheap and target:  # as many games as the cheap pool entries: matches against them alone
-        pool_cheap = [k for k, e in enumerate(pool)
-                      if e.get("cheap", is_cheap(e["spec"], config))]
-        if len(pool_cheap) >= config.num_players - 1:
-            extra = [[index, *(pool_cheap[k] for k in lineup[1:])] for lineup in
-                     addition_schedule(len(pool_cheap), config.num_players, 1,
-                                       _seed_int(protocol["seed"], 7, index), len(pool_cheap))]
-            per_match = cheap_deals(target, config.num_players, extra, _games_of(matches))
-            if per_match:
-                seeds = [match_seed(protocol["seed"], len(lineups) + k, index)
-                         for k in range(len(extra))]
-                matches += _play_all(names, extra, config, per_match, seeds, workers, "added cheap")
-                lineups = lineups + extra
+    if cheap and protocol.get("cheap_deals"):  # the pool's cheap entries played cheap matches:
+        # as many games as they had, in matches against them alone (at least `table` of them)
+        pool_cheap = [k for k, e in enumerate(pool) if e.get("cheap")]
+        extra = [[index, *(pool_cheap[k] for k in lineup[1:])] for lineup in
+                 addition_schedule(len(pool_cheap), config.num_players, 1,
+                                   _seed_int(protocol["seed"], 7, index), len(pool_cheap))]
+        per_match = cheap_deals(protocol["cheap_games"], config.num_players, extra,
+                                _games_of(matches))
+        if per_match:
+            seeds = [match_seed(protocol["seed"], len(lineups) + k, index)
+                     for k in range(len(extra))]
+            matches += _play_all(names, extra, config, per_match, seeds, workers, "added cheap")
+            lineups = lineups + extra
     rating, samples = rate_newcomer(config, pool, index, matches, protocol["seed"],
                                     protocol["bootstrap"])
     entries.append({"spec": spec, "pool": False, "checkpoint_sha256": _checkpoint_digest(spec),
