@@ -622,7 +622,7 @@ def plan_evaluation(
         raise ValueError(f"workers must be a positive int; got {workers!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int; got {seed!r}")
-    if not (batch is True or batch is False or batch == "auto"):
+    if not (batch is True or batch is False or (isinstance(batch, str) and batch == "auto")):
         raise ValueError(f"batch must be True, False or 'auto'; got {batch!r}")
     batch_size = check_batch_size(batch_size)
     items = tuple(policies)
