@@ -52,10 +52,17 @@ def without_play(result: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- the same games
-def test_networks_play_the_same_games_batched_and_one_at_a_time():
-    specs = [f"ppo:{SHIPPED}", f"ppo:{SHIPPED}-v2", f"ppo:{SHIPPED}-v3"]
-    one = evaluate(specs, TABLE, deals=6, seed=5, single_round=True, batch=False)
-    many = evaluate(specs, TABLE, deals=6, seed=5, single_round=True, batch=True, batch_size=7)
+@pytest.mark.parametrize("specs, config, deals, single_round", [
+    ([f"ppo:{SHIPPED}", f"ppo:{SHIPPED}-v2", f"ppo:{SHIPPED}-v3"], TABLE, 6, True),
+    # Whole games of 7 rounds: every round's points, in the batch's own round bookkeeping.
+    (["ppo:checkpoints/selfplay-2p-d6"] * 2, ChickenFootConfig(num_players=2, max_pips=6), 2,
+     False),
+])
+def test_networks_play_the_same_games_batched_and_one_at_a_time(specs, config, deals,
+                                                                 single_round):
+    one = evaluate(specs, config, deals, seed=5, single_round=single_round, batch=False)
+    many = evaluate(specs, config, deals, seed=5, single_round=single_round, batch=True,
+                    batch_size=7)
     assert (one["play"], many["play"]) == ("per-game", "batched")
     assert many["per_game"] == one["per_game"]
     # Every other number of the result follows from the games: identical too.
