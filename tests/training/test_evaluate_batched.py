@@ -342,3 +342,17 @@ def test_one_round_ranks_are_r13s():
             keys = [r13_key(rows, tie_break) for rows in scores]
             ranks = game_values(cfg, {"scores": scores, "winners": [0]})["rank"]
             assert ranks == fractional_ranks(keys)
+
+
+def test_speed_script_prints_both_paths_and_the_limit(capsys):
+    from training.evaluation import speed
+
+    figures = speed.main(["--deals", "2", "--repeats", "1", "--batch-size", "8"])
+    out = capsys.readouterr().out
+    for line in ("per-game path (--batch off)", "batched path  (--batch on)", "speed-up:",
+                 "limit:", "batched path / limit:"):
+        assert line in out
+    assert figures["decisions"] > 0 and figures["flops"] > 0 and figures["limit"] > 0
+    with pytest.raises(SystemExit) as exited:
+        speed.main(["--agent", "greedy"])
+    assert "--agent must be a ppo: spec" in user_error(capsys, exited)
