@@ -62,8 +62,29 @@ def test_a_cheap_newcomer_gets_as_many_games_and_a_search_one_does_not(board):
     search = lb.add_entry(board, "ismcts:2")
     other = search["entries"][-1]
     assert not other["cheap"] and other["games"] < CHEAP_GAMES
-    assert all(len(m["games"]) == board["protocol"]["deals"] * 2
-               for m in search["additions"][-1]["matches"])
+    # As many games as the pool's search entry, at least, in matches of one length.
+    assert other["games"] >= board["entries"][3]["games"]
+    lengths = {len(m["games"]) for m in search["additions"][-1]["matches"]}
+    assert len(lengths) == 1 and lengths.pop() >= board["protocol"]["deals"] * 2
+
+
+def test_a_newcomer_plays_as_many_games_as_the_pool_in_longer_matches_if_need_be():
+    table = ChickenFootConfig(num_players=2, max_pips=6, num_rounds=1)
+    board = lb.build(["random", "greedy", "ismcts:2"], table, deals=2, meetings=1, seed=0,
+                     bootstrap=10)
+    for entry in board["entries"]:
+        del entry["cheap"]  # as a board from before cheap entries: the whole pool is the kind
+    plain = lb.add_entry(board, "ismcts:3")["additions"][0]["matches"]
+    assert {len(m["games"]) for m in plain} == {2 * 2}  # the pool's 8 games are reached
+    for entry in board["entries"]:  # had the pool played more, the newcomer would too
+        entry["games"] = 100 + entry["games"]
+    board["entries"][0]["games"] = 100  # the fewest
+    added = lb.add_entry(board, "ismcts:3")
+    matches = added["additions"][0]["matches"]
+    assert {len(m["games"]) for m in matches} == {2 * 17}  # ceil(100 / (2 seats x 3 matches))
+    assert added["entries"][-1]["games"] == 3 * 2 * 17 >= 100
+    # The same seeds: the longer matches begin with the shorter ones' games.
+    assert all(m["games"][:4] == p["games"] for m, p in zip(matches, plain))
 
 
 def test_the_page_says_which_neighbours_are_separated(board):

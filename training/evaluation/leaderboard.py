@@ -44,7 +44,9 @@ spread of results, hence not the interval); the conservative rating is μ − 3�
 
 **Adding an entry** (`add_entry`, `--add SPEC`). The pool's ratings are frozen. The newcomer
 plays `meetings` rounds of matches, each round seating it with every pool entry once (the pool
-in a seeded order, in groups of table − 1, the last group filled from the front of the order);
+in a seeded order, in groups of table − 1, the last group filled from the front of the order),
+each match of `deals` deals or, if it takes more, of as many as bring it to the fewest games a
+pool entry of its kind (cheap or not, below) played;
 its rating starts at the prior and is updated by each of its games against the pool entries'
 frozen (μ, σ), which are never updated; its interval is the same bootstrap over its own deals.
 Nothing else is replayed, and every other entry's figures are left as they were, bit for bit in
@@ -526,8 +528,15 @@ def add_entry(board: dict, spec: str, workers: int = 1, replace: bool = False) -
                                 protocol["seed"], index)
     seeds = [match_seed(protocol["seed"], k, index) for k in range(len(lineups))]
     names = [e["spec"] for e in entries] + [spec]
-    matches = _play_all(names, lineups, config, protocol["deals"], seeds, workers, "added")
     cheap = is_cheap(spec, config)
+    deals = protocol["deals"]
+    if not (cheap and protocol.get("cheap_deals")):  # else the cheap matches below top it up
+        # As many games as the pool's entries of its kind (cheap or not; a board from before
+        # cheap entries: the whole pool) played, at least: longer matches if need be.
+        kind = [e for e in pool if e.get("cheap", cheap) == cheap] or pool
+        target = min(e["games"] for e in kind)
+        deals = max(deals, -(-target // (config.num_players * len(lineups))))
+    matches = _play_all(names, lineups, config, deals, seeds, workers, "added")
     if cheap and protocol.get("cheap_deals"):  # the pool's cheap entries played cheap matches:
         # as many games as they had, in matches against them alone (at least `table` of them)
         pool_cheap = [k for k, e in enumerate(pool) if e.get("cheap")]
@@ -773,7 +782,8 @@ moved no pool rating).
 
 **How to add an agent.** `python -m training.leaderboard --add SPEC` (e.g.
 `--add ppo:checkpoints/my-agent` or `--add ismcts:1000`) plays SPEC in {meetings} round(s)
-of matches, each round seating it once with every pool entry, {deals} duplicate deals a match{cheap}, and
+of matches, each round seating it once with every pool entry, {deals} duplicate deals a match
+(more if it takes more to play as many games as the pool's entries of its kind){cheap}, and
 rewrites these three files: the pool's ratings are unchanged; the newcomer gets a rating,
 interval and counts of its own (its interval resamples its own deals, the pool's ratings taken as
 exact). A spec already on the board is refused; `--replace` re-rates an
