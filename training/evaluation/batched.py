@@ -20,13 +20,15 @@ given the same actions; forced decisions are taken without asking (`skip_forced`
 choice is the argmax of its masked logits, up to the float rounding of a matrix product against
 a matrix-vector one (only a near-tie can break the other way). What differs: the bots break
 ties (and `random` draws) from a splitmix64 stream per game, seeded `bot_stream_seed(engine
-seed, rotation)`, instead of each bot's numpy Generator seeded per block (`policy_seed`). So a game in
-which no bot broke a tie is the same game on both paths; the others are other draws of the same
-distribution (tests/training/test_evaluate_batched.py checks both).
+seed, rotation)`, instead of each bot's numpy Generator seeded per block (`policy_seed`). So a
+game in which no bot broke a tie is the same game on both paths; the others are other draws of
+the same distribution (tests/training/test_evaluate_batched.py checks both).
 
-Determinism: every game's play depends only on its seeds, so the deals are cut into fixed jobs of
-`CHUNK_DEALS` deals, whatever `workers`; within a job at most `batch_size` games are in flight
-and a finished game's slot takes the job's next game. The results are those of the per-game
+Determinism: a game's play depends only on its seeds (and, at a near-tie of a network's logits,
+on the rounding of the product it shared with other games), and the deals are cut into fixed
+jobs of `CHUNK_DEALS` deals whatever `workers`, so the same command gives the same result;
+within a job at most `batch_size` games are in flight and a finished game's slot takes the
+job's next game. The results are those of the per-game
 path's format (`{"deal", "engine_seed", "games": [{"slots", "scores", "winners"}]}` per deal),
 so `evaluate` aggregates both alike.
 
