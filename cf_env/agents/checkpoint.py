@@ -376,10 +376,18 @@ class NumpyPolicy:
         if x.shape[1] != self._transposed[0][0].shape[0]:
             raise ValueError(f"NumpyPolicy.logits: rows of {x.shape[1]} values; the network "
                              f"reads {self._transposed[0][0].shape[0]}")
+        tanh = self.activation is np.tanh
         for W, b in self._transposed[:-1]:
-            x = self.activation(x @ W + b)
+            x = x @ W
+            x += b  # in place: the same sums as `x @ W + b`, one array fewer per layer
+            if tanh:
+                np.tanh(x, out=x)
+            else:
+                np.maximum(x, 0.0, out=x)
         W, b = self._transposed[-1]
-        return x @ W + b
+        x = x @ W
+        x += b
+        return x
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """The actions of a deterministic policy for a batch: the argmax of each row's masked
@@ -393,7 +401,8 @@ class NumpyPolicy:
         if masks.ndim != 2 or not masks.any(axis=1).all():
             raise ValueError("NumpyPolicy.act_batch: masks must be (B, A), each row allowing an "
                              "action")
-        logits = np.where(masks, self.logits(observations), -np.inf)
+        logits = self.logits(observations)
+        logits[~masks] = -np.inf
         return logits.argmax(axis=1)
 
     def act(self, observation: Mapping[str, np.ndarray]) -> int:

@@ -42,6 +42,8 @@ not rewards.
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
@@ -140,6 +142,11 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig,
     rounds: list[list[list[int]]] = [[] for _ in range(size)]  # per slot: each round's points
     games: dict[int, dict] = {}
     nxt = 0
+    # Per rotation: the policy at each seat and its seat kind, and the slot at each seat.
+    slots_of = [_rotation_seats(n, rotation) for rotation in range(n)]
+    owner_rows = np.array([[owners[slot] for slot in slots] for slots in slots_of], np.int64)
+    kind_rows = np.array([[OUTSIDE if kinds[o] == NETWORK else kinds[o] for o in row]
+                          for row in owner_rows], np.int8)
 
     def deal_into(slots: list[int]) -> None:
         nonlocal nxt
@@ -151,10 +158,8 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig,
             deal, rotation = queue[nxt]
             playing[i] = nxt
             nxt += 1
-            for seat, slot in enumerate(_rotation_seats(n, rotation)):
-                owner = owners[slot]
-                seat_owner[i, seat] = owner
-                seat_kind[i, seat] = OUTSIDE if kinds[owner] == NETWORK else kinds[owner]
+            seat_owner[i] = owner_rows[rotation]
+            seat_kind[i] = kind_rows[rotation]
             bot_rng[i] = bot_start[i] = bot_stream_seed(engine_seeds[deal], rotation)
             rounds[i] = []
             given.append(i)
@@ -165,20 +170,22 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig,
     def round_ended(slots: np.ndarray) -> list[int]:
         """Record the points of the rounds just ended; the slots whose game is over."""
         finished = []
-        for i in slots.tolist():
-            rounds[i].append(st.round_points[i].tolist())
-            if st.game_over[i]:
-                deal, rotation = queue[playing[i]]
-                per_seat = [[points[seat] for points in rounds[i]] for seat in range(n)]
+        points, over = st.round_points[slots].tolist(), st.game_over[slots].tolist()
+        for k, i in enumerate(slots.tolist()):
+            rounds[i].append(points[k])
+            if over[k]:
+                q = int(playing[i])
+                won = st.winners[i].tolist()
                 draws = ((int(bot_rng[i]) - int(bot_start[i])) * _GAMMA_INVERSE) & _MASK
-                games[playing[i]] = {"slots": _rotation_seats(n, rotation), "scores": per_seat,
-                                     "winners": np.flatnonzero(st.winners[i]).tolist(),
-                                     "bot_draws": draws}
+                games[q] = {"slots": list(slots_of[queue[q][1]]),
+                            "scores": [list(seat) for seat in zip(*rounds[i])],
+                            "winners": [seat for seat in range(n) if won[seat]],
+                            "bot_draws": draws}
                 finished.append(i)
         return finished
 
-    deal_into(list(range(size)))
-    with _BLAS.limit(limits=1, user_api="blas"):  # one thread: the evaluation's workers are the parallelism
+    def play() -> None:
+        """Every game of the queue, to its end."""
         while (playing >= 0).any():
             batch_advance(st, tables, weights, seat_kind, bot_rng, True, kb.legal_words, stop,
                           scores, counts)
@@ -204,6 +211,16 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig,
             ended = waiting[st.round_ended[waiting]]
             if ended.size:
                 deal_into(round_ended(ended))
+
+    deal_into(list(range(size)))
+    collecting = gc.isenabled()
+    gc.disable()  # the loop makes many small objects and no cycle: no collection passes meanwhile
+    try:
+        with _BLAS.limit(limits=1, user_api="blas"):  # one thread: workers are the parallelism
+            play()
+    finally:
+        if collecting:
+            gc.enable()
     return [{"deal": d, "engine_seed": engine_seeds[d],
              "games": [games[j * n + k] for k in range(n)]} for j, d in enumerate(deals)]
 

@@ -775,8 +775,9 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
             for block_results in blocks:
                 for deal_result in block_results:
                     d = deal_result["deal"]
-                    sums = {m: np.zeros(len(items)) for m in METRICS}
-                    held = np.zeros(len(items))
+                    # Python floats, added in the same order: numpy scalars cost more here
+                    sums = {m: [0.0] * len(items) for m in METRICS}
+                    held = [0] * len(items)
                     for rotation, game in enumerate(deal_result["games"]):
                         values = game_values(cfg, game)
                         for seat, slot in enumerate(game["slots"]):
@@ -800,7 +801,7 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
                                 game["players"],
                             )
                     for m in METRICS:
-                        per_deal[m][d] = sums[m] / held
+                        per_deal[m][d] = np.divide(sums[m], held)
                     controls[d] /= held
                 if bar is not None:
                     bar.update(len(block_results))
