@@ -356,3 +356,16 @@ def test_speed_script_prints_both_paths_and_the_limit(capsys):
     with pytest.raises(SystemExit) as exited:
         speed.main(["--agent", "greedy"])
     assert "--agent must be a ppo: spec" in user_error(capsys, exited)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_batch_logits_of_either_activation_are_the_rows(activation):
+    rng = np.random.default_rng(3)
+    weights = [(rng.standard_normal((8, 5)).astype(np.float32), rng.standard_normal(8).astype(np.float32)),
+               (rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal(4).astype(np.float32))]
+    policy = NumpyPolicy(weights, activation)
+    rows = rng.standard_normal((6, 5)).astype(np.float32)
+    batch = policy.logits(rows)
+    for row, line in zip(rows, batch):
+        np.testing.assert_allclose(line, policy.logits(row), rtol=1e-5, atol=1e-5)
+    assert policy.logits(rows[:0]).shape == (0, 4)
