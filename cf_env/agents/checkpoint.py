@@ -316,6 +316,7 @@ def _round_padder(card: Mapping, config: ChickenFootConfig):
             [vector[: piece.stop], np.zeros(extra, vector.dtype), vector[piece.stop :]]
         )
 
+    pad.inserted = range(piece.stop, piece.stop + extra)  # the zero inputs it adds (batches drop them)
     return pad
 
 
@@ -341,15 +342,68 @@ class NumpyPolicy:
         self.deterministic = deterministic
         self.rng = np.random.default_rng(seed)
         self.adapt = adapt
+        self._transposed: list[tuple[np.ndarray, np.ndarray]] | None = None  # for batches
 
     def logits(self, vector: np.ndarray) -> np.ndarray:
+        """The network's logits: (A,) for one observation (D,), or (B, A) for a batch (B, D).
+
+        A batch is one matrix product per layer (row i equals the single row's logits up to the
+        float rounding of a matrix product against a matrix-vector one, so an argmax can differ
+        only at a near-tie); the transposed weights it multiplies are made once, at the first
+        batch."""
         x = np.asarray(vector, dtype=np.float32)
+        if x.ndim == 2:
+            return self._batch_logits(x)
+        if x.ndim != 1:
+            raise ValueError(f"NumpyPolicy.logits takes one observation (D,) or a batch (B, D); "
+                             f"got shape {x.shape}")
         if self.adapt is not None:
             x = self.adapt(x)
         for W, b in self.weights[:-1]:
             x = self.activation(W @ x + b)
         W, b = self.weights[-1]
         return W @ x + b
+
+    def _batch_logits(self, x: np.ndarray) -> np.ndarray:
+        if self._transposed is None:
+            self._transposed = [(np.ascontiguousarray(W.T), b) for W, b in self.weights]
+            inserted = getattr(self.adapt, "inserted", None)  # `_round_padder`'s zero inputs
+            if inserted is not None:  # they multiply zeros: drop their weights once instead
+                W0, b0 = self._transposed[0]
+                self._transposed[0] = (np.ascontiguousarray(np.delete(W0, list(inserted), 0)), b0)
+        if self.adapt is not None and getattr(self.adapt, "inserted", None) is None:
+            x = np.stack([self.adapt(row) for row in x]) if len(x) else x
+        if x.shape[1] != self._transposed[0][0].shape[0]:
+            raise ValueError(f"NumpyPolicy.logits: rows of {x.shape[1]} values; the network "
+                             f"reads {self._transposed[0][0].shape[0]}")
+        tanh = self.activation is np.tanh
+        for W, b in self._transposed[:-1]:
+            x = x @ W
+            x += b  # in place: the same sums as `x @ W + b`, one array fewer per layer
+            if tanh:
+                np.tanh(x, out=x)
+            else:
+                np.maximum(x, 0.0, out=x)
+        W, b = self._transposed[-1]
+        x = x @ W
+        x += b
+        return x
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The actions of a deterministic policy for a batch: the argmax of each row's masked
+        logits (`logits` of the (B, D) batch), (B,) int64. Each mask (B, A) must allow an
+        action. A sampling policy (`deterministic=False`) is refused: its draws from `rng`
+        would not be those of `act` called row by row."""
+        if not self.deterministic:
+            raise ValueError("NumpyPolicy.act_batch plays the argmax only; this policy samples "
+                             "(deterministic=False): call act() per observation")
+        masks = np.asarray(masks).astype(bool, copy=False)
+        if masks.ndim != 2 or not masks.any(axis=1).all():
+            raise ValueError("NumpyPolicy.act_batch: masks must be (B, A), each row allowing an "
+                             "action")
+        logits = self.logits(observations)
+        logits[~masks] = -np.inf
+        return logits.argmax(axis=1)
 
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
         mask = np.asarray(observation["action_mask"]).astype(bool)

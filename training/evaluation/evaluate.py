@@ -49,6 +49,15 @@ rates, Student-t for the other means: `training.evaluation.stats`).
   variance ratio (`training.evaluation.variance`, docs/variance-reduction.md). Each game is
   replayed from its seed after it is played to value every tile each draw could have given;
   the games played, and every other number of the result, are the same as without it.
+* **batched** — with `batch=True` (or "auto" when possible; CLI `--batch auto`, its default) a
+  lineup of compiled bots and `ppo:` networks is played many games at once
+  (`training.evaluation.batched`: one forward pass per network per step), in fixed jobs of
+  `CHUNK_DEALS` deals; the same deals, the same games for the networks, the bots' ties broken
+  from a stream per game. Search agents, user policies, records and variance reduction keep the
+  per-game path. The result's "play" says which path played ("batched" or "per-game").
+* **per-game results** — the result's "per_game" holds every game in (deal, rotation) order as
+  the row of `GAME_FIELDS`: deal, rotation, the policy (index into "policies") at each seat,
+  each seat's points (the game's total) and the winning seats.
 * **records** — with `record=FOLDER` every game is saved as its own game record
   (`cf_env.viz.record`, `deal<NNNN>-rot<k>.json`), which `python -m cf_env.viz.replay` replays: the deal's
   engine seed, every action, the result and the policy at each seat (`players`).
@@ -112,6 +121,14 @@ from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
 from cf_env.tools.cli import HelpFormatter, limit_threads
 from cf_env.viz.record import engine_actions, write_record
+from training.evaluation.batched import (
+    CHUNK_DEALS,
+    DEFAULT_BATCH_SIZE,
+    MAX_BATCH_SIZE,
+    batch_kind,
+    check_batch_size,
+    play_batched,
+)
 from training.evaluation.report import (
     check_writable,
     format_markdown,
@@ -133,7 +150,9 @@ from training.processes import anonymous_memory, describe_exit, die_with_parent,
 # Re-exported: callers import these from here (the CLI's outputs, the error a policy raises).
 __all__ = [
     "BLOCK_DEALS",
+    "DEFAULT_BATCH_SIZE",
     "DEFAULT_OUT",
+    "GAME_FIELDS",
     "EvaluationPlan",
     "IllegalPolicyActionError",
     "PolicyError",
@@ -159,6 +178,10 @@ __all__ = [
 ]
 
 BLOCK_DEALS = 8  # deals per work unit; fixed so that results never depend on `workers`
+BATCH_CHOICES = ("auto", "on", "off")  # the CLI's --batch; the API takes "auto", True, False
+# The result's "per_game" rows, one per game in (deal, rotation) order.
+GAME_FIELDS = ["deal", "rotation", "policy at each seat (index into policies)",
+               "points of each seat (game total)", "winners (seats)"]
 
 PolicyItem = str | Callable[..., Policy]
 
@@ -232,13 +255,17 @@ def _play_block(job: tuple, where=None) -> list[dict]:
 
     `where` (a worker's shared slot, `_SLOT`) gets the deal and rotation being played and, from
     the arenas, the seat whose policy is choosing (-1: none)."""
-    items, config_dict, seed, block, start, stop, record, *extra = job
-    value_path = extra[0] if extra else None  # variance reduction's value head (or None)
+    items, config_dict, seed, block, start, stop, record, value_path, batch_size = job
     if where is not None:
         where[0] = where[1] = where[2] = -1
     config = ChickenFootConfig.from_dict(config_dict)
     n = config.num_players
     owners = lineup(len(items), n)
+    if batch_size is not None:  # every policy batchable: many games at once (`batched`)
+        built = [_build(item, config, policy_seed(seed, block, i)) for i, item in enumerate(items)]
+        return play_batched(built, owners, config,
+                            {deal: deal_seed(seed, deal) for deal in range(start, stop)},
+                            batch_size)
     labels = _unique_labels(items)
     policies = [_build(items[i], config, policy_seed(seed, block, j)) for j, i in enumerate(owners)]
     engine, encoder = Engine(config, seed=0), Encoder(config)
@@ -503,7 +530,9 @@ def _died(worker: _Worker, job: tuple) -> WorkerDiedError:
     how = describe_exit(code)
     playing = f"deals {start}..{stop - 1}"
     label = None
-    if deal < 0:
+    if job[8] is not None:  # batched: many games at once, none of them "the" game
+        where = "while playing them batched"
+    elif deal < 0:
         where = "outside any game"
     elif seat < 0:
         where = f"during deal {deal}, rotation {rotation}, outside any policy call"
@@ -544,7 +573,9 @@ class EvaluationPlan:
     """An evaluation whose inputs were all checked (`plan_evaluation`); `run_evaluation` plays it.
 
     `config` is the config played (`num_rounds=1` for single rounds); `owners[j]` is the index
-    of the policy holding slot j (`lineup`); `labels` are the policies' unique names.
+    of the policy holding slot j (`lineup`); `labels` are the policies' unique names; `batch`
+    says whether the games are played batched (`training.evaluation.batched`, at most
+    `batch_size` games in flight per job) or one at a time.
     """
 
     items: tuple[PolicyItem, ...]
@@ -557,6 +588,8 @@ class EvaluationPlan:
     labels: tuple[str, ...]
     record: Path | None = None
     variance_reduction: str | None = None  # a checkpoint whose value head gives the controls
+    batch: bool = False
+    batch_size: int = DEFAULT_BATCH_SIZE
 
 
 def plan_evaluation(
@@ -569,11 +602,16 @@ def plan_evaluation(
     *,
     record: str | Path | None = None,
     variance_reduction: str | os.PathLike | None = None,
+    batch: bool | str = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> EvaluationPlan:
     """Check everything `evaluate` is given before a game is played (see `evaluate`).
 
     Each policy is built once here, so a bad spec, checkpoint or factory fails now; the record
-    folder is created and must be empty and writable. Raises `ValueError` naming the problem.
+    folder is created and must be empty and writable. `batch` (False, True or "auto") is
+    resolved here: True is refused unless every policy can be played batched and neither
+    `record` nor `variance_reduction` is given; "auto" is True exactly then. Raises
+    `ValueError` naming the problem.
     """
     if not isinstance(config, ChickenFootConfig):
         raise ValueError(f"config must be a ChickenFootConfig; got {type(config).__name__}")
@@ -583,6 +621,9 @@ def plan_evaluation(
         raise ValueError(f"workers must be a positive int; got {workers!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+    if not (batch is True or batch is False or (isinstance(batch, str) and batch == "auto")):
+        raise ValueError(f"batch must be True, False or 'auto'; got {batch!r}")
+    batch_size = check_batch_size(batch_size)
     items = tuple(policies)
     for item in items:
         if not (isinstance(item, str) and item) and not callable(item):
@@ -591,8 +632,18 @@ def plan_evaluation(
     owners = lineup(len(items), cfg.num_players)
     labels = _unique_labels(items)
     with user_interrupts():  # a real Ctrl-C meanwhile is not a factory's failure
-        for item in items:
-            _build(item, cfg, 0)
+        built = [_build(item, cfg, 0) for item in items]
+    unbatchable = [label for label, policy in zip(labels, built) if batch_kind(policy) is None]
+    if batch is True:
+        why = (f"policy {unbatchable[0]!r} is played one game at a time (only the random, "
+               "greedy and heuristic bots and ppo: networks are batched)" if unbatchable
+               else "game records are written by the per-game path" if record is not None
+               else "variance reduction replays the per-game path's games"
+               if variance_reduction is not None else None)
+        if why:
+            raise ValueError(f"batched evaluation is not possible here: {why}; use batch='auto' "
+                             "(CLI: --batch auto) or batch=False")
+    batched = batch is not False and not unbatchable and record is None and variance_reduction is None
     if workers > 1:
         for item, label in zip(items, labels):
             if not isinstance(item, str):
@@ -606,7 +657,7 @@ def plan_evaluation(
     value_path = None if variance_reduction is None else _check_value_head(variance_reduction, cfg)
     folder = None if record is None else prepare_record_folder(record)
     return EvaluationPlan(items, cfg, deals, seed, workers, bool(single_round), tuple(owners),
-                          tuple(labels), folder, value_path)
+                          tuple(labels), folder, value_path, batched, batch_size)
 
 
 def _check_value_head(path: str | os.PathLike, cfg: ChickenFootConfig) -> str:
@@ -666,6 +717,8 @@ def evaluate(
     *,
     record: str | Path | None = None,
     variance_reduction: str | os.PathLike | None = None,
+    batch: bool | str = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> dict:
     """Evaluate `policies[0]` against `policies[1:]` over `deals` duplicate deals.
 
@@ -681,9 +734,21 @@ def evaluate(
     `"variance_reduction"`, the win rates and round scores (and the agent's differences) with
     the luck of the draws removed by control variates from that value head, still unbiased
     (`training.evaluation.variance`); everything else is the same as without it.
+
+    `batch=True` plays the games many at once (`training.evaluation.batched`: every policy a
+    compiled bot or a greedy `ppo:` network; no `record`, no `variance_reduction`), at most
+    `batch_size` in flight; "auto" does so when it can; False (the default) plays one game at a
+    time. Both paths play the same deals; a network's games are the same, the bots' tie-breaks
+    come from another stream (`training.evaluation.batched`), so a result differs from the
+    per-game one only by that luck. The result's "play" says which path played.
+
+    The result's "per_game" holds every game in (deal, rotation) order as the row of
+    `GAME_FIELDS` ("game_fields"): deal, rotation, the index (into "policies") of the policy at
+    each seat, each seat's points (the game's total) and the winning seats (R13).
     """
     plan = plan_evaluation(policies, config, deals, seed, workers, single_round, record=record,
-                           variance_reduction=variance_reduction)
+                           variance_reduction=variance_reduction, batch=batch,
+                           batch_size=batch_size)
     return run_evaluation(plan, progress)
 
 
@@ -693,22 +758,25 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
     owners, labels, single_round = list(plan.owners), list(plan.labels), plan.single_round
     n = cfg.num_players
     jobs = []
-    for block, start in enumerate(range(0, deals, BLOCK_DEALS)):
-        stop = min(start + BLOCK_DEALS, deals)
-        job = (items, cfg.to_dict(), seed, block, start, stop, plan.record is not None)
-        jobs.append(job if plan.variance_reduction is None else (*job, plan.variance_reduction))
+    size = CHUNK_DEALS if plan.batch else BLOCK_DEALS
+    for block, start in enumerate(range(0, deals, size)):
+        stop = min(start + size, deals)
+        jobs.append((items, cfg.to_dict(), seed, block, start, stop, plan.record is not None,
+                     plan.variance_reduction, plan.batch_size if plan.batch else None))
 
     per_deal = {m: np.zeros((deals, len(items))) for m in METRICS}
     controls = np.zeros((deals, len(items)))  # each policy's draw correction per deal
     games_in_order: list[tuple[int, dict]] = []
+    per_game: list[list] = []
     bar = _progress_bar(deals, progress)
     try:
         with user_interrupts(), contextlib.closing(_run_blocks(jobs, plan.workers)) as blocks:
             for block_results in blocks:
                 for deal_result in block_results:
                     d = deal_result["deal"]
-                    sums = {m: np.zeros(len(items)) for m in METRICS}
-                    held = np.zeros(len(items))
+                    # Python floats, added in the same order: numpy scalars cost more here
+                    sums = {m: [0.0] * len(items) for m in METRICS}
+                    held = [0] * len(items)
                     for rotation, game in enumerate(deal_result["games"]):
                         values = game_values(cfg, game)
                         for seat, slot in enumerate(game["slots"]):
@@ -719,6 +787,9 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
                             if "draw_terms" in game:
                                 controls[d, owner] += game["draw_terms"][seat]
                         games_in_order.append((rotation, {**game, "rank": values["rank"]}))
+                        per_game.append([d, rotation, [owners[slot] for slot in game["slots"]],
+                                         [int(sum(rows)) for rows in game["scores"]],
+                                         [int(seat) for seat in game["winners"]]])
                         if plan.record is not None:
                             write_record(
                                 plan.record / record_name(d, rotation, deals),
@@ -729,7 +800,7 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
                                 game["players"],
                             )
                     for m in METRICS:
-                        per_deal[m][d] = sums[m] / held
+                        per_deal[m][d] = np.divide(sums[m], held)
                     controls[d] /= held
                 if bar is not None:
                     bar.update(len(block_results))
@@ -772,7 +843,12 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
             "rating": "OpenSkill Plackett-Luce, every game in deal order; "
             "a policy on several seats is ranked by its mean seat rank",
             "metrics": METRIC_DOCS,
+            "play": ("batched: many games at once, the bots' ties broken by a stream per game "
+                     "(training.evaluation.batched)" if plan.batch else "one game at a time"),
         },
+        "play": "batched" if plan.batch else "per-game",
+        "game_fields": GAME_FIELDS,
+        "per_game": per_game,
     }
     if plan.variance_reduction is not None:
         result["variance_reduction"] = corrected_estimates(
@@ -938,6 +1014,19 @@ def _corrected_headline(result: dict) -> str:
             "estimate needs that many times the deals for this interval's half-width)")
 
 
+def _batch_options(batch: str, batch_size: str) -> tuple[bool | str, int]:
+    """`--batch` and `--batch-size` as `plan_evaluation` takes them (`ValueError` naming the
+    valid values)."""
+    if batch not in BATCH_CHOICES:
+        raise ValueError(f"--batch must be one of {', '.join(BATCH_CHOICES)}; got {batch!r}")
+    try:
+        size = check_batch_size(int(batch_size))
+    except ValueError:
+        raise ValueError(f"--batch-size must be an int in 1..{MAX_BATCH_SIZE} (games in "
+                         f"flight); got {batch_size!r}") from None
+    return {"auto": "auto", "on": True, "off": False}[batch], size
+
+
 def _value_checkpoint(given: str | None, specs: list[str]) -> str | None:
     """`--variance-reduction`'s checkpoint: the one given, or (given bare) the first spec's that
     plays a checkpoint; `ValueError` when there is none."""
@@ -997,6 +1086,15 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
                         "removed (unbiased control variates from a value head: "
                         "docs/variance-reduction.md), using CHECKPOINT's value.npz; without "
                         "CHECKPOINT, that of the first spec that plays a checkpoint")
+    parser.add_argument("--batch", default="auto", metavar="{auto,on,off}",
+                        help="play many games at once (training.evaluation.batched: the random, "
+                        "greedy and heuristic bots and ppo: networks, one forward pass per "
+                        "network per step): auto does when every policy can and neither "
+                        "--record nor --variance-reduction is given; on requires it; off plays "
+                        "one game at a time (the bots' ties then come from their own seeded "
+                        "generators, as before batched evaluation)")
+    parser.add_argument("--batch-size", default=str(DEFAULT_BATCH_SIZE), metavar="N",
+                        help="games in flight when batched")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     limit_threads()
@@ -1011,9 +1109,15 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
         for paths in outputs:
             check_writable(paths)
         value = _value_checkpoint(args.variance_reduction, [args.agent, *opponents])
+        batch, batch_size = _batch_options(args.batch, args.batch_size)
+        if batch is True and args.record is not None:
+            raise ValueError("--batch on cannot write --record (game records are written by "
+                             "the per-game path); use --batch auto or off")
         plans = [plan_evaluation(group, config, args.deals, seed=args.seed,
                                  workers=args.workers, single_round=args.single_round,
-                                 variance_reduction=value)
+                                 variance_reduction=value,
+                                 batch=batch if args.record is None else False,
+                                 batch_size=batch_size)
                  for group in groups]
         if args.record is not None:  # made last: a refused command leaves no folder
             folder = prepare_record_folder(args.record)
@@ -1040,7 +1144,8 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
         print(_headline(result))
         if "variance_reduction" in result:
             print(_corrected_headline(result))
-        print(f"{result['games']} games in {elapsed:.1f} s with {args.workers} worker(s); "
+        print(f"{result['games']} games ({result['play']}) in {elapsed:.1f} s with "
+              f"{args.workers} worker(s); "
               f"wrote {', '.join(map(str, paths))}"
               + (f"; game records in {plan.record}/" if plan.record is not None else ""))
         if len(plans) > 1:

@@ -5,11 +5,27 @@ pool.
 **Matches.** A *match* seats distinct entries, one per seat, at the board's table (by default 4
 players, double-9, single rounds) and plays `deals` duplicate deals with seat rotation through
 `training.evaluation.evaluate` (its `evaluate` with as many specs as seats: each deal is replayed
-once per rotation, so every entry plays every hand). The *schedule* of lineups is fixed by the
+once per rotation, so every entry plays every hand; batched, `training.evaluation.batched`, when
+every entry of the match is a bot or a `ppo:` network, the bots' tie-breaks then drawn from a
+stream per game); the match's games are `evaluate`'s per-game results. The *schedule* of lineups is fixed by the
 seed (`schedule`): lineups are added one at a time, each started from the pair that has met
 least and filled greedily with the entries that meet the most new opponents, until every pair
 of entries has sat at the same table at least `meetings` times. Match k plays the deals of its
 own seed (`match_seed`), so no two matches share deals.
+
+**Cheap entries** (`cheap_games`, `--cheap-games N`; 0, none, by default). The bots and the
+`ppo:` networks (`is_cheap`: played batched) cost little per game, the search agents much. With
+N > 0, after the pool's schedule the cheap entries meet in matches of their own
+(`cheap_schedule`: every pair of them once, on a stream of the seed's own) of `cheap_deals`
+deals each, as many as it takes for each to have played at least N games in all; their seeds
+continue the pool's match numbering. A cheap newcomer (`--add`) then also meets the cheap pool
+entries (each once) until it has played N games; a search newcomer plays the pool's protocol
+only.
+
+**Separation.** The page says, for each pair of entries next to each other in the ranking,
+whether they are separated (`separation`): their intervals disjoint, or a paired head-to-head
+test at 95% (the difference of their win rates per deal where both sat, Student-t over those
+deals) excluding 0; one that favours the lower-rated entry is marked reversed.
 
 **Rating.** OpenSkill's Plackett-Luce model (the `openskill` package), every entry starting at
 its default prior, fed every game of every match ranked by R13 rank (ties share a rank). The
@@ -28,7 +44,9 @@ spread of results, hence not the interval); the conservative rating is μ − 3�
 
 **Adding an entry** (`add_entry`, `--add SPEC`). The pool's ratings are frozen. The newcomer
 plays `meetings` rounds of matches, each round seating it with every pool entry once (the pool
-in a seeded order, in groups of table − 1, the last group filled from the front of the order);
+in a seeded order, in groups of table − 1, the last group filled from the front of the order),
+each match of `deals` deals or, if it takes more, of as many as bring it to the fewest games a
+pool entry of its kind (cheap or not, below) played;
 its rating starts at the prior and is updated by each of its games against the pool entries'
 frozen (μ, σ), which are never updated; its interval is the same bootstrap over its own deals.
 Nothing else is replayed, and every other entry's figures are left as they were, bit for bit in
@@ -63,22 +81,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from cf_env.agents.arena import PolicyError
 from cf_env.agents.checkpoint import read_card
-from cf_env.agents.policies import spec_checkpoint, validate_policy_spec
+from cf_env.agents.policies import load_policy, spec_checkpoint, validate_policy_spec
 from cf_env.core import atomic
 from cf_env.core.config import ChickenFootConfig
 from cf_env.tools.cli import HelpFormatter, limit_threads
-from cf_env.viz.record import read_record
-from training.evaluation.evaluate import WorkerDiedError, evaluate, fail, record_name
-from training.evaluation.stats import game_values
+from training.evaluation.batched import batch_kind
+from training.evaluation.evaluate import WorkerDiedError, evaluate, fail
+from training.evaluation.stats import PlackettLuceUpdate, difference_ci, game_values
 
 FORMAT = "chickenfoot-leaderboard"
 VERSION = 1
@@ -103,6 +121,7 @@ DEFAULT_ENTRIES = (
 DEFAULT_DEALS = 48
 DEFAULT_MEETINGS = 2
 DEFAULT_BOOTSTRAP = 200
+DEFAULT_CHEAP_GAMES = 0  # off: the board of docs/leaderboard.md was built without cheap matches
 ALPHARANK = {"m": 50, "alpha": 100.0}
 NOTES_BEGIN = "<!-- notes: hand-written, kept when the page is regenerated -->"
 NOTES_END = "<!-- end of notes -->"
@@ -177,6 +196,42 @@ def addition_schedule(pool_size: int, table: int, meetings: int, seed: int,
     return lineups
 
 
+def cheap_schedule(cheap: Sequence[int], table: int, seed: int) -> list[list[int]]:
+    """The cheap entries' own lineups (entry indices, ascending): `schedule` over `cheap` until
+    every pair of them has met once, on a stream of its own; none with fewer than `table`."""
+    if len(cheap) < table:
+        return []
+    return [[cheap[k] for k in lineup]
+            for lineup in schedule(len(cheap), table, 1, _seed_int(seed, 6))]
+
+
+def cheap_deals(target: int, table: int, lineups: list[list[int]], games: dict[int, int]) -> int:
+    """Deals per match of `lineups` so that every entry in them has played at least `target`
+    games, counting the `games` it has played already (each deal of a match seats every entry
+    of its lineup in `table` games); 0 when none is needed, else at least 2."""
+    need = 0
+    for entry in {e for lineup in lineups for e in lineup}:
+        matches = sum(entry in lineup for lineup in lineups)
+        missing = max(0, target - games.get(entry, 0))
+        need = max(need, -(-missing // (table * matches)))
+    return 0 if need == 0 else max(2, need)
+
+
+def is_cheap(spec: str, config: ChickenFootConfig) -> bool:
+    """Whether `spec` is played batched (`training.evaluation.batched`: a bot or a `ppo:`
+    network), so that long matches cost little."""
+    return batch_kind(load_policy(spec, config, 0)) is not None
+
+
+def _games_of(matches: list[dict]) -> dict[int, int]:
+    """Games each entry has played in `matches`."""
+    count: dict[int, int] = {}
+    for match in matches:
+        for entry in match["lineup"]:
+            count[entry] = count.get(entry, 0) + len(match["games"])
+    return count
+
+
 # --------------------------------------------------------------------------- checks
 def _check_spec(spec: str, config: ChickenFootConfig) -> str:
     if not isinstance(spec, str) or not spec.strip():
@@ -219,23 +274,14 @@ def _positive(name: str, value, least: int = 1) -> int:
 # --------------------------------------------------------------------------- playing
 def play_match(specs: Sequence[str], entries: Sequence[int], config: ChickenFootConfig,
                deals: int, seed: int, workers: int = 1) -> list[list]:
-    """Play one match (`evaluate` of a mixed lineup, single rounds) and return its games in
-    (deal, rotation) order, each `[deal, rotation, seats, points, winners]` (`GAME_FIELDS`):
-    `seats` the entry index at each seat, `points` each seat's round points."""
-    index = dict(zip(specs, entries))
-    with tempfile.TemporaryDirectory(prefix="leaderboard-") as folder:
-        evaluate(list(specs), config, deals, seed=seed, workers=workers, single_round=True,
-                 record=Path(folder) / "games")
-        games = []
-        n = config.num_players
-        for deal in range(deals):
-            for rotation in range(n):
-                record = read_record(Path(folder) / "games" / record_name(deal, rotation, deals))
-                final = record["final"]
-                games.append([deal, rotation, [index[p] for p in record["players"]],
-                              [int(sum(rows)) for rows in final["scores"]],
-                              [int(w) for w in final["winners"]]])
-    return games
+    """Play one match (`evaluate` of a mixed lineup, single rounds, batched when every entry
+    of it can be: `training.evaluation.batched`) and return its games in (deal, rotation)
+    order, each `[deal, rotation, seats, points, winners]` (`GAME_FIELDS`): `seats` the entry
+    index at each seat, `points` each seat's round points (`evaluate`'s per-game results)."""
+    result = evaluate(list(specs), config, deals, seed=seed, workers=workers, single_round=True,
+                      batch="auto")
+    return [[deal, rotation, [entries[p] for p in seats], points, winners]
+            for deal, rotation, seats, points, winners in result["per_game"]]
 
 
 def _ranks(config: ChickenFootConfig, game: list) -> list[float]:
@@ -244,10 +290,22 @@ def _ranks(config: ChickenFootConfig, game: list) -> list[float]:
 
 
 # --------------------------------------------------------------------------- rating
-def _model():
-    from openskill.models import PlackettLuce
+class Rating(NamedTuple):
+    """An entry's OpenSkill rating: mean and standard deviation."""
 
-    return PlackettLuce()
+    mu: float
+    sigma: float
+
+
+def _model() -> PlackettLuceUpdate:
+    """OpenSkill's default PlackettLuce update, operation for operation
+    (`training.evaluation.stats.PlackettLuceUpdate`: equal to `PlackettLuce().rate` bit for bit,
+    without its per-call copies, which were most of a board's rating time)."""
+    return PlackettLuceUpdate()
+
+
+def _prior(model: PlackettLuceUpdate) -> Rating:
+    return Rating(model.mu, model.sigma)
 
 
 def _interleaved(matches: list[dict], orders: list[np.ndarray], n: int):
@@ -264,11 +322,11 @@ def _interleaved(matches: list[dict], orders: list[np.ndarray], n: int):
 def _rate(model, ratings: list, games, update: set[int] | None) -> list:
     """Feed `games` ((seats, ranks) pairs) to the model; only the entries in `update` (None:
     every entry) take their updated rating, the others keep theirs."""
-    for seats, ranks in games:
-        new = model.rate([[ratings[e]] for e in seats], ranks=ranks)
-        for team, e in zip(new, seats):
+    for seats, ranks in games:  # distinct entries: each seat's rating is its own
+        new = model.rate([ratings[e] for e in seats], seats, ranks)
+        for rating, e in zip(new, seats):
             if update is None or e in update:
-                ratings[e] = team[0]
+                ratings[e] = Rating(*rating)
     return ratings
 
 
@@ -284,13 +342,13 @@ def rate_pool(config: ChickenFootConfig, num_entries: int, matches: list[dict], 
     model, n = _model(), config.num_players
     prepared = _prepare(config, matches)
     full = [np.arange(len(m["games"]) // n) for m in prepared]
-    ratings = _rate(model, [model.rating() for _ in range(num_entries)],
+    ratings = _rate(model, [_prior(model) for _ in range(num_entries)],
                     _interleaved(prepared, full, n), None)
     rng = _generator(seed, 4)
     samples = np.zeros((bootstrap, num_entries))
     for b in range(bootstrap):
         orders = [rng.integers(0, len(o), size=len(o)) for o in full]
-        again = _rate(model, [model.rating() for _ in range(num_entries)],
+        again = _rate(model, [_prior(model) for _ in range(num_entries)],
                       _interleaved(prepared, orders, n), None)
         samples[b] = [r.mu for r in again]
     return ratings, samples
@@ -301,13 +359,13 @@ def rate_newcomer(config: ChickenFootConfig, pool: list[dict], entry: int, match
     """The newcomer's rating over its matches with the pool's ratings held fixed, and its μ in
     each bootstrap replicate of its deals."""
     model, n = _model(), config.num_players
-    frozen = [model.rating(mu=p["rating"]["mu"], sigma=p["rating"]["sigma"]) for p in pool]
+    frozen = [Rating(p["rating"]["mu"], p["rating"]["sigma"]) for p in pool]
     prepared = _prepare(config, matches)
     full = [np.arange(len(m["games"]) // n) for m in prepared]
 
     def run(orders):
         ratings = dict(enumerate(frozen))
-        ratings[entry] = model.rating()
+        ratings[entry] = _prior(model)
         return _rate(model, ratings, _interleaved(prepared, orders, n), {entry})[entry]
 
     rating = run(full)
@@ -359,27 +417,53 @@ def _play_all(specs: list[str], lineups: list[list[int]], config: ChickenFootCon
 
 def build(specs: Sequence[str], config: ChickenFootConfig, deals: int = DEFAULT_DEALS,
           meetings: int = DEFAULT_MEETINGS, seed: int = 0, bootstrap: int = DEFAULT_BOOTSTRAP,
-          workers: int = 1) -> dict:
-    """Play the pool's schedule and rate it: the board dict (module docstring, "Files")."""
+          workers: int = 1, cheap_games: int = DEFAULT_CHEAP_GAMES) -> dict:
+    """Play the pool's schedule (and, with `cheap_games`, the cheap entries' own matches until
+    each has played that many games) and rate it: the board dict (module docstring, "Files")."""
     config = _table(config)
     deals, meetings = _positive("deals", deals, 2), _positive("meetings", meetings)
     bootstrap, workers = _positive("bootstrap", bootstrap, 10), _positive("workers", workers)
     _positive("seed", seed, 0)
+    cheap_games = _positive("cheap_games", cheap_games, 0)
     specs = _check_entries(specs, config)
     lineups = schedule(len(specs), config.num_players, meetings, seed)
+    cheap = [i for i, spec in enumerate(specs) if is_cheap(spec, config)]
+    pool_games = _games_of([{"lineup": lineup, "games": range(deals * config.num_players)}
+                            for lineup in lineups])
+    short = [specs[i] for i in cheap if pool_games.get(i, 0) < cheap_games]
+    if short and len(cheap) < config.num_players:
+        raise ValueError(f"cheap_games {cheap_games}: {', '.join(short)} would play only "
+                         f"{min(pool_games.get(i, 0) for i in cheap if specs[i] in short)} "
+                         "games: cheap matches "
+                         f"need {config.num_players} cheap entries (bots, ppo: networks) and "
+                         f"the pool has {len(cheap)}; give --cheap-games 0 or more cheap entries")
     seeds = [match_seed(seed, k) for k in range(len(lineups))]
     matches = _play_all(specs, lineups, config, deals, seeds, workers, "pool")
-    return rate_board(specs, config, matches, lineups, deals, meetings, seed, bootstrap)
+    extra: list[list[int]] = []
+    per_match = 0
+    if cheap_games:
+        extra = cheap_schedule(cheap, config.num_players, seed)
+        per_match = cheap_deals(cheap_games, config.num_players, extra, _games_of(matches))
+        if per_match == 0:
+            extra = []
+        seeds = [match_seed(seed, len(lineups) + k) for k in range(len(extra))]
+        matches += _play_all(specs, extra, config, per_match, seeds, workers, "cheap")
+    return rate_board(specs, config, matches, lineups, deals, meetings, seed, bootstrap,
+                      cheap={"games": cheap_games, "deals": per_match, "entries": cheap,
+                             "schedule": extra})
 
 
 def rate_board(specs: list[str], config: ChickenFootConfig, matches: list[dict],
                lineups: list[list[int]], deals: int, meetings: int, seed: int,
-               bootstrap: int) -> dict:
-    """The board of a played pool schedule (what `build` returns after playing it)."""
+               bootstrap: int, cheap: dict | None = None) -> dict:
+    """The board of a played pool schedule (what `build` returns after playing it); `cheap`:
+    the cheap entries' matches, if any (`build`)."""
+    cheap = cheap or {"games": 0, "deals": 0, "entries": [], "schedule": []}
     ratings, samples = rate_pool(config, len(specs), matches, seed, bootstrap)
     entries = []
     for i, spec in enumerate(specs):
         entries.append({"spec": spec, "pool": True, "checkpoint_sha256": _checkpoint_digest(spec),
+                        "cheap": i in cheap["entries"],
                         "rating": _rating_dict(ratings[i], samples[:, i]),
                         **_entry_stats(i, matches)})
     from openskill import __version__ as openskill_version
@@ -389,6 +473,7 @@ def rate_board(specs: list[str], config: ChickenFootConfig, matches: list[dict],
         "version": VERSION,
         "config": config.to_dict(),
         "protocol": {"deals": deals, "meetings": meetings, "seed": seed, "bootstrap": bootstrap,
+                     "cheap_games": cheap["games"], "cheap_deals": cheap["deals"],
                      "rating": f"OpenSkill {openskill_version} PlackettLuce, default prior; mu is "
                                "the mean over the bootstrap replicates (each feeds its games in "
                                "its own order), sigma that of one pass fed interleaved by deal "
@@ -399,6 +484,7 @@ def rate_board(specs: list[str], config: ChickenFootConfig, matches: list[dict],
         "game_fields": GAME_FIELDS,
         "entries": entries,
         "schedule": lineups,
+        "cheap_schedule": cheap["schedule"],
         "matches": matches,
         "additions": [],
     }
@@ -442,11 +528,33 @@ def add_entry(board: dict, spec: str, workers: int = 1, replace: bool = False) -
                                 protocol["seed"], index)
     seeds = [match_seed(protocol["seed"], k, index) for k in range(len(lineups))]
     names = [e["spec"] for e in entries] + [spec]
-    matches = _play_all(names, lineups, config, protocol["deals"], seeds, workers, "added")
+    cheap = is_cheap(spec, config)
+    deals = protocol["deals"]
+    if not (cheap and protocol.get("cheap_deals")):  # else the cheap matches below top it up
+        # As many games as the pool's entries of its kind (cheap or not; a board from before
+        # cheap entries: the whole pool) played, at least: longer matches if need be.
+        kind = [e for e in pool if e.get("cheap", cheap) == cheap] or pool
+        target = min(e["games"] for e in kind)
+        deals = max(deals, -(-target // (config.num_players * len(lineups))))
+    matches = _play_all(names, lineups, config, deals, seeds, workers, "added")
+    if cheap and protocol.get("cheap_deals"):  # the pool's cheap entries played cheap matches:
+        # as many games as they had, in matches against them alone (at least `table` of them)
+        pool_cheap = [k for k, e in enumerate(pool) if e.get("cheap")]
+        extra = [[index, *(pool_cheap[k] for k in lineup[1:])] for lineup in
+                 addition_schedule(len(pool_cheap), config.num_players, 1,
+                                   _seed_int(protocol["seed"], 7, index), len(pool_cheap))]
+        per_match = cheap_deals(protocol["cheap_games"], config.num_players, extra,
+                                _games_of(matches))
+        if per_match:
+            seeds = [match_seed(protocol["seed"], len(lineups) + k, index)
+                     for k in range(len(extra))]
+            matches += _play_all(names, extra, config, per_match, seeds, workers, "added cheap")
+            lineups = lineups + extra
     rating, samples = rate_newcomer(config, pool, index, matches, protocol["seed"],
                                     protocol["bootstrap"])
     entries.append({"spec": spec, "pool": False, "checkpoint_sha256": _checkpoint_digest(spec),
-                    "rating": _rating_dict(rating, samples), **_entry_stats(index, matches)})
+                    "cheap": cheap, "rating": _rating_dict(rating, samples),
+                    **_entry_stats(index, matches)})
     additions.append({"entry": index, "schedule": lineups, "matches": matches})
     new = {**board, "entries": entries, "additions": additions}
     new["alpharank"] = alpharank_view(new)
@@ -507,6 +615,38 @@ def head_to_head(board: dict) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         diff = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return diff, count
+
+
+def separation(board: dict) -> list[dict]:
+    """For each pair of entries adjacent in the ranking (`ranked`, the better first): whether
+    their bootstrap intervals are disjoint; the paired head-to-head difference of their win
+    rates (the better's minus the other's) per deal where both sat, with its 95% Student-t
+    interval over those deals (`training.evaluation.stats.difference_ci`; None under 2 deals);
+    `separated`: either says they differ at 95%; `reversed`: the head-to-head test says the
+    lower-rated one is the better (its interval below 0) while the intervals overlap."""
+    n = board["config"]["num_players"]
+    order = ranked(board)
+    entries = board["entries"]
+    rows = []
+    for upper, lower in zip(order, order[1:]):
+        a, b = entries[upper]["rating"], entries[lower]["rating"]
+        disjoint = a["ci_low"] > b["ci_high"] or b["ci_low"] > a["ci_high"]
+        per_deal = []
+        for match in all_matches(board):
+            if upper not in match["lineup"] or lower not in match["lineup"]:
+                continue
+            by_deal: dict[int, list[float]] = {}
+            for deal, _, seats, _, winners in match["games"]:
+                share = {s: 1.0 / len(winners) for s in winners}
+                by_deal.setdefault(deal, []).append(share.get(seats.index(upper), 0.0)
+                                                    - share.get(seats.index(lower), 0.0))
+            per_deal += [sum(values) / len(values) for values in by_deal.values()]
+        test = difference_ci("win_rate", per_deal, n) if len(per_deal) >= 2 else None
+        paired = test is not None and (test["ci_low"] > 0 or test["ci_high"] < 0)
+        rows.append({"pair": [upper, lower], "disjoint": bool(disjoint), "deals": len(per_deal),
+                     "head_to_head": test, "separated": bool(disjoint or paired),
+                     "reversed": bool(not disjoint and paired and test["ci_high"] < 0)})
+    return rows
 
 
 def alpharank_view(board: dict) -> dict | None:
@@ -616,7 +756,8 @@ def build_command(board: dict, out: Path) -> str:
     for option, value, default in (("deals", p["deals"], DEFAULT_DEALS),
                                    ("meetings", p["meetings"], DEFAULT_MEETINGS),
                                    ("seed", p["seed"], 0),
-                                   ("bootstrap", p["bootstrap"], DEFAULT_BOOTSTRAP)):
+                                   ("bootstrap", p["bootstrap"], DEFAULT_BOOTSTRAP),
+                                   ("cheap-games", p.get("cheap_games", 0), DEFAULT_CHEAP_GAMES)):
         if value != default:
             parts.append(f"--{option} {value}")
     json_path = output_paths(out)[0]
@@ -641,7 +782,8 @@ moved no pool rating).
 
 **How to add an agent.** `python -m training.leaderboard --add SPEC` (e.g.
 `--add ppo:checkpoints/my-agent` or `--add ismcts:1000`) plays SPEC in {meetings} round(s)
-of matches, each round seating it once with every pool entry, {deals} duplicate deals a match, and
+of matches, each round seating it once with every pool entry, {deals} duplicate deals a match
+(more if it takes more to play as many games as the pool's entries of its kind){cheap}, and
 rewrites these three files: the pool's ratings are unchanged; the newcomer gets a rating,
 interval and counts of its own (its interval resamples its own deals, the pool's ratings taken as
 exact). A spec already on the board is refused; `--replace` re-rates an
@@ -665,7 +807,9 @@ def format_markdown(board: dict, notes: str = "", json_path: Path | None = None)
         "`python -m training.leaderboard` (`training.evaluation.leaderboard`); the raw results "
         f"are in `{json_path.name}`.",
         "",
-        _GUIDE.format(meetings=p["meetings"], deals=p["deals"]),
+        _GUIDE.format(meetings=p["meetings"], deals=p["deals"], cheap=(
+            f" (a bot or `ppo:` network then also meets the cheap entries until it has played "
+            f"{p['cheap_games']} games, as they did)" if p.get("cheap_deals") else "")),
         "## Notes",
         "",
         NOTES_BEGIN,
@@ -700,6 +844,10 @@ def format_markdown(board: dict, notes: str = "", json_path: Path | None = None)
         f"* **Deals**: {p['deals']} duplicate deals per match, each replayed {n} times with the "
         f"lineup rotated one seat (`training.evaluation.evaluate`): {games} games in all. Match "
         f"k's deals come from its own seed (`match_seed(seed, k)`), recorded in the JSON.",
+        *([f"* **Cheap entries**: the bots and `ppo:` networks (played batched) then met in "
+            f"{len(board.get('cheap_schedule', []))} matches of their own, {p['cheap_deals']} "
+            f"deals each, so that each played at least {p['cheap_games']} games; the lineups "
+            "are `cheap_schedule` in the JSON."] if p.get("cheap_deals") else []),
         f"* **Rating**: {p['rating']}. **Interval**: {p['interval']}, {p['bootstrap']} "
         f"replicates. **Conservative**: {p['conservative']}.",
         f"* **Additions**: {len(board['additions'])} entr{'y' if len(board['additions']) == 1 else 'ies'} "
@@ -709,6 +857,26 @@ def format_markdown(board: dict, notes: str = "", json_path: Path | None = None)
         "Rebuild it:",
         "",
         f"    {build_command(board, json_path)}",
+        "",
+        "## Which neighbours are separated",
+        "",
+        "Each pair of entries next to each other in the ranking: separated when their intervals "
+        "are disjoint, or when the paired head-to-head test says so (the better one's win rate "
+        "minus the other's, per deal where both sat, 95% Student-t interval over those deals, "
+        "excluding 0). A pair that is not separated is not reliably ordered by these games; "
+        "*reversed* marks a pair whose head-to-head test favours the lower-rated entry (the "
+        "rating weighs every opponent each met, the test only their games together).",
+        "",
+        "| pair | intervals disjoint | head to head [95%] | deals | separated |",
+        "| --- | --- | --- | --- | --- |",
+        *[f"| `{entries[r['pair'][0]]['spec']}` > `{entries[r['pair'][1]]['spec']}` | "
+          f"{'yes' if r['disjoint'] else 'no'} | "
+          + ("–" if r["head_to_head"] is None else
+             f"{100 * r['head_to_head']['mean']:+.1f} [{100 * r['head_to_head']['ci_low']:+.1f}, "
+             f"{100 * r['head_to_head']['ci_high']:+.1f}]")
+          + f" | {r['deals']} | **{'yes' if r['separated'] else 'no'}**"
+          + (" (*reversed*)" if r["reversed"] else "") + " |"
+          for r in separation(board)],
         "",
         "## Head to head",
         "",
@@ -806,6 +974,11 @@ def main(argv: list[str] | None = None) -> dict:
                         help=f"duplicate deals per match (default {DEFAULT_DEALS})")
     parser.add_argument("--meetings", type=int, default=None,
                         help=f"times every pair of entries meets, at least (default {DEFAULT_MEETINGS})")
+    parser.add_argument("--cheap-games", type=int, default=None, metavar="N",
+                        help="after the pool's schedule, the cheap entries (bots and ppo: "
+                        "networks, played batched) play matches among themselves until each has "
+                        f"played at least N games (default {DEFAULT_CHEAP_GAMES}: none); a cheap "
+                        "--add newcomer then gets as many")
     parser.add_argument("--seed", type=int, default=None, help="master seed (default 0)")
     parser.add_argument("--bootstrap", type=int, default=None,
                         help=f"bootstrap replicates of the interval (default {DEFAULT_BOOTSTRAP})")
@@ -833,7 +1006,8 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         if args.add is not None:
             given = [f"--{name.replace('_', '-')}" for name in
-                     ("entries", "players", "max_pips", "deals", "meetings", "seed", "bootstrap")
+                     ("entries", "players", "max_pips", "deals", "meetings", "seed", "bootstrap",
+                      "cheap_games")
                      if getattr(args, name) is not None]
             if given:
                 raise ValueError(f"{', '.join(given)} cannot be given with --add: a newcomer is "
@@ -862,7 +1036,9 @@ def main(argv: list[str] | None = None) -> dict:
                           meetings=DEFAULT_MEETINGS if args.meetings is None else args.meetings,
                           seed=0 if args.seed is None else args.seed,
                           bootstrap=DEFAULT_BOOTSTRAP if args.bootstrap is None else args.bootstrap,
-                          workers=args.workers)
+                          workers=args.workers,
+                          cheap_games=(DEFAULT_CHEAP_GAMES if args.cheap_games is None
+                                       else args.cheap_games))
     except (ValueError, OSError) as err:
         fail(err, 2)
     except (PolicyError, WorkerDiedError) as err:

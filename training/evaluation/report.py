@@ -6,6 +6,7 @@ Reads only the result dict; plays nothing and computes no statistics (`training.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -132,12 +133,24 @@ def check_writable(paths: Sequence[Path]) -> None:
             raise ValueError(f"cannot write {str(path)!r}: {err.strerror or err}") from err
 
 
+def result_json(result: dict) -> str:
+    """The result as JSON, indented, with each of its "per_game" rows on one line."""
+    rows = result.get("per_game")
+    if not rows:
+        return json.dumps(result, indent=2) + "\n"
+    rest = {key: value for key, value in result.items() if key != "per_game"}
+    text = json.dumps({**rest, "per_game": None}, indent=2)  # per_game last: its null ends it
+    body = "[\n" + ",\n".join("    " + json.dumps(row) for row in rows) + "\n  ]"
+    head, _, tail = text.rpartition("null")
+    return head + body + tail + "\n"
+
+
 def write_report(result: dict, outputs: Sequence[Path]) -> str:
     """Write the result to the JSON, Markdown and PNG paths of `output_paths`; returns the
     Markdown table."""
     table = format_markdown(result)
     json_path, md_path, png_path = outputs
-    atomic.write_json(json_path, result)
+    atomic.write_text(json_path, result_json(result))
     atomic.write_text(md_path, table)
     plot(result, png_path)
     return table

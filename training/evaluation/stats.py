@@ -175,8 +175,12 @@ def fractional_ranks(keys: Sequence) -> list[float]:
     """1-based ranks, lower key = better; tied keys share the mean of the ranks they span."""
     ranks = []
     for key in keys:
-        better = sum(1 for other in keys if other < key)
-        tied = sum(1 for other in keys if other == key)
+        better = tied = 0
+        for other in keys:
+            if other < key:
+                better += 1
+            elif other == key:
+                tied += 1
         ranks.append(1.0 + better + (tied - 1) / 2.0)
     return ranks
 
@@ -191,11 +195,15 @@ def game_values(config: ChickenFootConfig, game: dict) -> dict[str, list[float]]
     scores, winners = game["scores"], game["winners"]
     n = len(scores)
     totals = [float(sum(rows)) for rows in scores]
+    # One round: R13's key (`r13_key`) is ordered, and equal, as the round's points are.
+    one_round = all(len(rows) == 1 for rows in scores)
+    keys = totals if one_round else seat_keys(config, scores)
+    share = 1.0 / len(winners) if winners else 0.0
     return {
-        "win_rate": [1.0 / len(winners) if seat in winners else 0.0 for seat in range(n)],
+        "win_rate": [share if seat in winners else 0.0 for seat in range(n)],
         "round_score": [totals[seat] / len(scores[seat]) for seat in range(n)],
         "game_total": totals,
-        "rank": fractional_ranks(seat_keys(config, scores)),
+        "rank": fractional_ranks(keys),
     }
 
 
@@ -206,22 +214,95 @@ def openskill_ratings(
 
     Every seat is a separate entrant ranked by its R13 rank; a policy holding several seats
     enters with its rating on each and then takes the mean of its seats' updated mu and sigma.
+    Each game is rated by `PlackettLuceUpdate`, which gives `PlackettLuce().rate`'s numbers bit
+    for bit at a fraction of its cost (tests/training/test_evaluate_batched.py compares them).
     """
-    from openskill.models import PlackettLuce
-
-    model = PlackettLuce()
-    ratings = [model.rating(name=label) for label in labels]
+    update = PlackettLuceUpdate()
+    ratings = [(update.mu, update.sigma) for _ in labels]
     for _, game in games:
         seats = [owners[slot] for slot in game["slots"]]
-        updated = model.rate([[ratings[i]] for i in seats], ranks=list(game["rank"]))
+        updated = update.rate([ratings[i] for i in seats], seats, list(game["rank"]))
         for i in set(seats):
-            mine = [team[0] for team, owner in zip(updated, seats) if owner == i]
-            ratings[i] = model.rating(
-                mu=sum(r.mu for r in mine) / len(mine),
-                sigma=sum(r.sigma for r in mine) / len(mine),
-                name=labels[i],
-            )
+            mine = [rating for rating, owner in zip(updated, seats) if owner == i]
+            ratings[i] = (sum(mu for mu, _ in mine) / len(mine),
+                          sum(sigma for _, sigma in mine) / len(mine))
     return [
-        {"name": label, "mu": r.mu, "sigma": r.sigma, "ordinal": r.ordinal()}
-        for label, r in zip(labels, ratings)
+        {"name": label, "mu": mu, "sigma": sigma, "ordinal": mu - 3.0 * sigma}
+        for label, (mu, sigma) in zip(labels, ratings)
     ]
+
+
+class PlackettLuceUpdate:
+    """One game's update of OpenSkill's `PlackettLuce` model with its defaults (Weng and Lin's
+    Algorithm 4: one player per team, ranks given, no weights, no scores), operation for
+    operation as `openskill.models.PlackettLuce.rate` computes it, without its per-call
+    copies and checks.
+
+    Its parameters are read from a default `PlackettLuce()`. As in `rate`, entrants that are one
+    rating object (`identity[j]` equal: a policy on several seats, whose one rating is deep-copied
+    once per call) share one copy: the tau correction is applied to it once per seat, and each
+    seat's update starts from what the previous seats wrote into it."""
+
+    def __init__(self):
+        from openskill.models import PlackettLuce
+
+        model = PlackettLuce()
+        if (model.margin, model.limit_sigma, model.balance) != (0.0, False, False):
+            raise ValueError("PlackettLuceUpdate follows the default PlackettLuce model only")
+        self.mu, self.sigma = model.mu, model.sigma
+        self.beta, self.kappa, self.tau = model.beta, model.kappa, model.tau
+
+    def rate(self, ratings: list[tuple[float, float]], identity: list, ranks: list[float]
+             ) -> list[tuple[float, float]]:
+        """The updated (mu, sigma) of each entrant of one game, in the order given."""
+        copies: dict = {}  # identity -> [mu, sigma]: `rate`'s deep copy of the teams
+        players = [copies.setdefault(key, list(rating)) for key, rating in zip(identity, ratings)]
+        tau_squared = self.tau * self.tau
+        for player in players:  # once per seat, shared copies included (as `rate` does)
+            player[1] = math.sqrt(player[1] * player[1] + tau_squared)
+        order = sorted(range(len(ranks)), key=lambda j: ranks[j])  # stable, as `rate`'s unwind
+        team = [players[j] for j in order]
+        rank = [int(r) for r in sorted(ranks)]
+        mu = [0.0 + p[0] * 1.0 for p in team]  # the team sums of one player, balance weight 1
+        sigma_squared = [0.0 + (p[1] * 1.0) ** 2 for p in team]
+        k = len(team)
+        beta_squared = self.beta ** 2
+        collective = 0.0
+        for t in range(k):
+            collective += sigma_squared[t] + beta_squared
+        c = math.sqrt(collective)
+        sum_q = [0.0] * k
+        for i in range(k):
+            summed = math.exp(mu[i] / c)
+            for q in range(k):
+                if rank[i] >= rank[q]:
+                    sum_q[q] += summed
+        a = [rank.count(r) for r in rank]
+        for i in range(k):
+            omega = delta = 0.0
+            i_mu_over_c = math.exp(mu[i] / c)
+            for q in range(k):
+                share = i_mu_over_c / sum_q[q]
+                if rank[q] <= rank[i]:
+                    delta += share * (1 - share) / a[q]
+                    if q == i:
+                        omega += (1 - share) / a[q]
+                    else:
+                        omega -= share / a[q]
+            omega *= sigma_squared[i] / c
+            delta *= sigma_squared[i] / c ** 2
+            delta *= math.sqrt(sigma_squared[i]) / c
+            player = team[i]
+            new_mu, new_sigma = player
+            if omega >= 0:
+                new_mu += (new_sigma ** 2 / sigma_squared[i]) * omega * 1.0
+                new_sigma *= math.sqrt(max(1 - (new_sigma ** 2 / sigma_squared[i]) * delta * 1.0,
+                                           self.kappa))
+            else:
+                new_mu += (new_sigma ** 2 / sigma_squared[i]) * omega / 1.0
+                new_sigma *= math.sqrt(max(1 - (new_sigma ** 2 / sigma_squared[i]) * delta / 1.0,
+                                           self.kappa))
+            player[0], player[1] = new_mu, new_sigma
+        # `rate` then moves tied teams to their mean change: a no-op there (it compares each
+        # updated rating with itself), so nothing is done here.
+        return [(p[0], p[1]) for p in players]
