@@ -95,6 +95,23 @@ def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     return value  # type: ignore[return-value]
 
 
+def _checked_rounds(num_rounds: int | None, max_pips: int, target_score: int | None) -> int:
+    """`num_rounds` (default: one per double, R4) checked against the set and the target."""
+    rounds = _check_int("num_rounds", num_rounds if num_rounds is not None else max_pips + 1)
+    if target_score is not None and rounds != max_pips + 1:
+        raise ValueError(
+            f"num_rounds must be left unset (or {max_pips + 1}) with target_score: the game "
+            f"plays until a total passes the target, the countdown of {max_pips + 1} doubles "
+            f"restarting after the double-blank; got {rounds}"
+        )
+    if not 1 <= rounds <= max_pips + 1:
+        raise ValueError(
+            f"num_rounds must be 1..{max_pips + 1} (R4: one round per double, counting down); "
+            f"got {rounds}"
+        )
+    return rounds
+
+
 @dataclass(frozen=True)
 class ChickenFootConfig:
     """Rules and variants of a game. Invalid combinations raise `ValueError` on construction.
@@ -159,19 +176,7 @@ class ChickenFootConfig:
                 f"hand_size must be 2..{most} for {players} players on a double-{max_pips} set "
                 f"({tiles} tiles, at least one left in the boneyard); got {hand}"
             )
-        rounds = self.num_rounds if self.num_rounds is not None else max_pips + 1
-        rounds = _check_int("num_rounds", rounds)
-        if self.target_score is not None and rounds != max_pips + 1:
-            raise ValueError(
-                f"num_rounds must be left unset (or {max_pips + 1}) with target_score: the game "
-                f"plays until a total passes the target, the countdown of {max_pips + 1} doubles "
-                f"restarting after the double-blank; got {rounds}"
-            )
-        if not 1 <= rounds <= max_pips + 1:
-            raise ValueError(
-                f"num_rounds must be 1..{max_pips + 1} (R4: one round per double, counting down); "
-                f"got {rounds}"
-            )
+        rounds = _checked_rounds(self.num_rounds, max_pips, self.target_score)
         arms = _check_int("spinner_arms", self.spinner_arms)
         if arms not in (4, 6):
             raise ValueError(f"spinner_arms must be 4 or 6 (R7 and its variant); got {arms}")

@@ -24,6 +24,7 @@ compiled state, live for the engine's life (copy to keep one).
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -588,12 +589,9 @@ for _name in _SCALARS:
     setattr(Engine, _name, _scalar(kernel.KernelState._fields.index(_name)))
 
 
-def _deal_again(buffer: np.ndarray, table_buffer: np.ndarray) -> None:
-    kernel.one_deal(buffer, table_buffer, False)
-
-
-def _deal_next_round(buffer: np.ndarray, table_buffer: np.ndarray) -> None:
-    kernel.one_deal(buffer, table_buffer, True)
+# The two deals of `_deal_from` besides a new game's: the current round again, the next round.
+_deal_again = functools.partial(kernel.one_deal, next_round=False)
+_deal_next_round = functools.partial(kernel.one_deal, next_round=True)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

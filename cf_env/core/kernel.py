@@ -558,6 +558,28 @@ def _holder(st, tb, i, tile):
 
 
 @jit
+def _clear_table(st, tb, i):
+    """An empty table for a new round: no open end, the spinner's arms all empty (R7), no foot,
+    no drawn tile, no arm laid."""
+    for k in range(st.open_attach.shape[1]):
+        st.open_attach[i, k] = ZERO
+    st.spinner_empty[i] = tb.params[P_ARMS]
+    st.foot_value[i] = -1
+    st.toes_left[i] = 0
+    st.drawn_tile[i] = -1
+    st.arm_count[i] = 0
+    st.foot_arm[i] = -1
+    for arm in range(st.arm_tip.shape[1]):
+        st.arm_parent[i, arm] = -1
+        st.arm_tip[i, arm] = -1
+        st.arm_len[i, arm] = 0
+    for t in range(st.tile_arm.shape[1]):
+        st.tile_arm[i, t] = -1
+        st.tile_pos[i, t] = 0
+        st.tile_attached[i, t] = 0
+
+
+@jit
 def _start_round(st, tb, i):
     """R3-R5: deal round st.round[i] from boneyard[i] (its permutation) and place the start."""
     n = tb.params[P_PLAYERS]
@@ -581,22 +603,7 @@ def _start_round(st, tb, i):
         st.on_table[i, t] = False
         for seat in range(n):
             st.played[i, seat, t] = False
-    for k in range(st.open_attach.shape[1]):
-        st.open_attach[i, k] = ZERO
-    st.spinner_empty[i] = tb.params[P_ARMS]
-    st.foot_value[i] = -1
-    st.toes_left[i] = 0
-    st.drawn_tile[i] = -1
-    st.arm_count[i] = 0
-    st.foot_arm[i] = -1
-    for arm in range(st.arm_tip.shape[1]):
-        st.arm_parent[i, arm] = -1
-        st.arm_tip[i, arm] = -1
-        st.arm_len[i, arm] = 0
-    for t in range(st.tile_arm.shape[1]):
-        st.tile_arm[i, t] = -1
-        st.tile_pos[i, t] = 0
-        st.tile_attached[i, t] = 0
+    _clear_table(st, tb, i)
     # R5: whoever holds the start double places it.
     start = tb.double_id[st.center[i]]
     holder = _holder(st, tb, i, start)
@@ -1036,11 +1043,9 @@ def batch_observe(st, tb, ob, seats, out):
     all zero for a finished game.
 
     Each count piece is the float64 quotient count / divisor rounded to float32, as Encoder
-    writes it; the 0/1 boards are written whole without branches, and only the one-hot pieces
-    are cleared first. Offsets are uint64 (ob.starts / ob.stops), so that every position here
-    stays unsigned (a signed operand would make the sum float64). The loop is this function's
-    own: a helper taking `st` per game made the whole call slower (numba passes the state's
-    arrays as separate arguments, likely the cost when the call is not inlined)."""
+    writes it; the 0/1 boards are written whole without branches, the one-hot pieces cleared
+    first. Offsets are uint64 (ob.starts / ob.stops): a signed operand would make a position
+    float64. The per-game loop is inlined here, not a helper taking `st` (slower)."""
     start, stop, div = ob.starts, ob.stops, ob.divisors
     n, count, values = tb.params[P_PLAYERS], tb.params[P_TILES], tb.params[P_VALUES]
     one, two, k32 = np.float32(1.0), np.uint64(2), np.uint64(32)
