@@ -558,3 +558,74 @@ def test_the_vector_env_honours_reset_mask_and_refuses_other_options():
     with pytest.raises(ValueError, match=r"reset options \['render'\] are not supported"):
         envs.reset(seed=7, options={"render": True})
     same(before, whole_state(envs.batch), "batch")
+
+
+# ---------------------------------------------------------------------------- a small fuzzer
+def bad_actions(rng: np.random.Generator, good: np.ndarray, num_actions: int):
+    """A malformed or illegal variant of the legal `good` actions."""
+    n = good.size
+    kind = rng.integers(9)
+    if kind == 0:
+        return good.astype(rng.choice([np.float32, np.float64, np.complex64, bool]))
+    if kind == 1:
+        return good[: rng.integers(n)]
+    if kind == 2:
+        return np.concatenate([good, good])
+    if kind == 3:
+        return good.reshape(1, n)
+    if kind == 4:
+        return [str(a) for a in good]
+    bad = good.copy().astype(rng.choice([np.int8, np.int16, np.int32, np.int64, np.uint64]))
+    i = rng.integers(n)
+    top = int(np.iinfo(bad.dtype).max)
+    values = [num_actions, num_actions + 1, top] + ([2**63] if top > 2**63 else [-1])
+    bad[i] = values[rng.integers(len(values))]
+    if kind == 5 and n > 1:  # an illegal action beside legal ones, anywhere in the batch
+        j = (i + 1) % n
+        legal = np.flatnonzero(~np.isin(np.arange(num_actions), [good[j]]))
+        bad[j] = legal[0] if legal.size else good[j]
+    return bad
+
+
+def test_random_bad_calls_are_refused_with_a_value_error_and_change_nothing():
+    """Random play interleaved with random malformed calls (actions of the wrong dtype, shape or
+    value, bad seeds and options): every refused call raises a `ValueError` (or subclass) and
+    leaves the whole state as it was; the good calls play on."""
+    rng = np.random.default_rng(12)
+    seats = Seats(SMALL.num_players)
+    games = ChickenFootBatch(SMALL, 5, bots=seats, episode="round", final_observation=True,
+                             num_rounds=2)
+    out = games.reset(seed=3)
+    refused = played = refused_draws = 0
+    for _ in range(400):
+        good = masked_random(rng, out.action_mask)
+        choice = rng.integers(4)
+        if choice == 0:
+            out = games.step(good)
+            played += 1
+            continue
+        before = whole_state(games)
+        try:
+            if choice == 1:
+                games.step(bad_actions(rng, good, SMALL.num_actions))
+            elif choice == 2:
+                seed = [-5, 1.5, "x", [1, 2], [1, 2, 3, 4, -1], None, True][rng.integers(7)]
+                options = [None, {"foo": 1}, {"reset_mask": np.zeros(5, bool)}][rng.integers(3)]
+                if seed is None and options is None:
+                    options = {"reset_mask": [True] * 5}
+                games.reset(seed=seed, options=options)
+            else:  # a seat draw that fails: at the next step's draws, or at a reset's
+                seats.broken, seats.bad = True, ["greedy"] * SMALL.num_players
+                if games._ahead.all():
+                    games.reset()
+                else:
+                    refused_draws += 1
+                    games.step(good)
+        except ValueError:
+            refused += 1
+            same(before, whole_state(games), "batch")
+        else:
+            raise AssertionError("a bad call was accepted")
+        finally:
+            seats.broken = False
+    assert refused > 200 and played > 50 and refused_draws > 5, (refused, played, refused_draws)
