@@ -86,10 +86,10 @@ from cf_env.envs.batch import (  # noqa: E402
 )
 
 SMALL = ChickenFootConfig(max_pips=6, num_players=3)
-# Scratch, not the games' state: the adapter's of one step, written before the kernel moves
-# (batch.py), and the kernel's legal-word buffer, which it fills to name a refused action's legal
-# ones.
-SCRATCH = {"_actor", "_perms", "legal_words"}
+# Scratch, not the games' state: the adapter's of one step, written before the kernel moves, and
+# the scratch game on which it plays drawn games' openings (batch.py); the kernel's legal-word
+# buffer, which it fills to name a refused action's legal ones.
+SCRATCH = {"_actor", "_perms", "_opening", "legal_words"}
 
 
 def freeze(value):
@@ -208,6 +208,58 @@ def test_a_bad_seat_draw_at_reset_refuses_it_and_changes_nothing():
         with pytest.raises(ValueError, match="no outside seat"):
             games.reset(seed=seed)
         same(before, whole_state(games), f"reset(seed={seed})")
+
+
+def test_games_that_end_before_any_outside_decision_never_make_a_call_draw_midway():
+    """One round of two-tile hands, three bots: many games end before the outside seat decides,
+    so one call can deal a game several new games. Their seats are drawn before the kernel
+    moves (the openings played ahead on a scratch game): the sampler is never called once the
+    games move, a sampler that raises refuses the call with the whole state unchanged, and the
+    games are those of a twin whose sampler never fails."""
+    cfg = ChickenFootConfig(max_pips=6, num_players=4, hand_size=2, num_rounds=1)
+    seats = Seats(cfg.num_players)
+    moving = [False]
+
+    def sampler(rng):
+        assert not moving[0], "a seat draw while the games move"
+        return seats(rng)
+
+    games = ChickenFootBatch(cfg, 12, bots=sampler, skip_forced=True)
+    twin = ChickenFootBatch(cfg, 12, bots=Seats(cfg.num_players), skip_forced=True)
+    kernel = games.kernel
+    real_step, real_reset = kernel.step, kernel.reset
+
+    def step(actions):
+        moving[0] = True
+        return real_step(actions)
+
+    def reset(seeds, which=None):
+        moving[0] = True
+        return real_reset(seeds, which)
+
+    kernel.step, kernel.reset = step, reset
+    out, twin_out = games.reset(seed=2), twin.reset(seed=2)
+    moving[0] = False
+    rng = np.random.default_rng(4)
+    refused = chains = 0
+    for turn in range(300):
+        actions = masked_random(rng, out.action_mask)
+        chains += bool(games._extra)
+        seats.broken, seats.bad = turn % 3 == 0, RuntimeError("sampler failed")
+        before = whole_state(games) if seats.broken else None
+        try:
+            out = games.step(actions)
+        except RuntimeError:
+            refused += 1
+            same(before, whole_state(games), "batch")
+            seats.broken = False
+            out = games.step(actions)
+        moving[0] = seats.broken = False
+        twin_out = twin.step(actions)
+        for name in ("current_player", "observation", "rewards", "terminated", "game_over"):
+            assert np.array_equal(getattr(out, name), getattr(twin_out, name)), (turn, name)
+        assert np.array_equal(games.game_seeds, twin.game_seeds)
+    assert refused > 20 and chains > 5, (refused, chains)
 
 
 @pytest.mark.parametrize("kind", ["illegal", "dtype", "shape"])
