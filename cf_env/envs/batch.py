@@ -110,7 +110,9 @@ one round of two-tile hands). `reset` fills the queues (the game it deals, then 
 call's), `step` tops up those its last call used, before the kernel moves; a draw that raises or
 gives an invalid seat set (a wrong length, an unknown kind, no outside seat) refuses the call with
 the seeders restored. So the sampler is called ahead of the games it seats, and a call never
-draws once the games move. More than `MAX_CHAIN` (1000) games in a row that end before any
+draws once the games move. (A sampler with the attribute `always_valid = True`, the vector env's,
+which cannot give a bad seat set, is trusted: its games are not played ahead, as its draws cannot
+fail.) More than `MAX_CHAIN` (1000) games in a row that end before any
 outside decision are refused (`ValueError`): no call could reach one.
 """
 
@@ -562,8 +564,9 @@ class ChickenFootBatch:
         """Whether a game of these seats and engine seed reaches an outside decision before it
         ends: its opening played on a scratch game of one, exactly as the batch will play it
         (the deal, the bots' stream, forced moves). Only a seat sampler's draws can fail, so only
-        with one does this matter; without one every game counts as reaching a decision."""
-        if self._seat_sampler is None:
+        with one does this matter; without one, or with a trusted one (module docstring), every
+        game counts as reaching a decision."""
+        if self._seat_sampler is None or getattr(self._seat_sampler, "always_valid", False):
             return True
         if self._opening is None:
             scratch = KernelBatch(self.config, 1)

@@ -129,6 +129,10 @@ class ChickenFootVectorEnv(VectorEnv):
         kinds[(learner + 1 + np.arange(n - 1)) % n] = self._codes[chosen]
         return kinds
 
+    # Its seat sets are valid by construction (one outside seat, checked bot codes): the batch
+    # need not play its games' openings ahead to draw safely (cf_env/envs/batch.py).
+    _seats.always_valid = True
+
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
         """Deal every sub-env (or the `reset_mask` ones) a new episode (module docstring)."""
         out = self._out = self.batch.reset(seed=seed, options=options)  # checks, then changes
