@@ -340,6 +340,7 @@ class ChickenFootBatch:
         self._covered = np.zeros(n, bool)
         self._extra: dict[int, list] = {}
         self._opening = None  # scratch of `_opening_waits`, built on first use
+        self._no_games = np.zeros(0, np.int64)
         # Scratch of one step, written before the kernel moves: the seat that made the step's
         # decision, and the queued shuffles (the next round's, for the games whose round ends).
         self._actor = np.zeros(n, np.int32)
@@ -475,7 +476,8 @@ class ChickenFootBatch:
         until every game's next outside decision. See the module docstring for bad input."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        missing = np.flatnonzero(~self._covered)  # games that started a game in the last call
+        # The games that started a game in the last call: their queues topped up.
+        missing = self._no_games if self._covered.all() else np.flatnonzero(~self._covered)
         saved = self._save_seeders(self._seeders, missing)
         try:
             if missing.size:
@@ -649,8 +651,9 @@ class ChickenFootBatch:
         self._closed[closing] = True
         if self._final is not None and closing.size:
             self._observe_final(closing)
-        if not over.all():
-            _deal_next_rounds(st, self._kb.tables, games[~over], perms[~over])
+        going = ~over
+        if going.any():
+            _deal_next_rounds(st, self._kb.tables, games[going], perms[going])
         finished = games[over]
         if finished.size and self.auto_reset:
             self._new_games(finished)
