@@ -68,8 +68,8 @@ Seats: `bots` maps seats to bot kinds ("random", "greedy", "heuristic": the comp
 cf_env/agents/bots.py); the other seats are outside seats, whose decisions `step` takes. `bots`
 may also be an (N, P) array of kind codes (`cf_env.agents.kernel_bots`: OUTSIDE=0, RANDOM,
 GREEDY, HEURISTIC), or a callable `bots(rng) -> P kind names or codes` that draws a game's seats
-from that game's seeder at the start of every game (the vector env draws its learner's seat that
-way). With `skip_forced=True` an outside seat's decision with exactly one legal action is taken
+from that game's seeder for every game (ahead of it: see Bad input; the vector env draws its
+learner's seat that way). With `skip_forced=True` an outside seat's decision with exactly one legal action is taken
 for it (bots always take those without deciding).
 
 Seeding ("same seed, same games"): every game has its own seeder, a `numpy.random.Generator`,

@@ -262,6 +262,28 @@ def test_games_that_end_before_any_outside_decision_never_make_a_call_draw_midwa
     assert refused > 20 and chains > 5, (refused, chains)
 
 
+def test_too_many_games_in_a_row_without_an_outside_decision_are_refused(monkeypatch):
+    """Past MAX_CHAIN games in a row that end before the outside seat decides, no call could
+    reach a decision: the call that would draw them is refused, nothing changed."""
+    import cf_env.envs.batch as batch_module
+
+    cfg = ChickenFootConfig(max_pips=6, num_players=4, hand_size=2, num_rounds=1)
+    games = ChickenFootBatch(cfg, 12, bots=Seats(cfg.num_players), skip_forced=True)
+    out = games.reset(seed=0)
+    monkeypatch.setattr(batch_module, "MAX_CHAIN", 2)
+    rng = np.random.default_rng(0)
+    refused = 0
+    for seed in range(30):
+        before = whole_state(games)
+        try:
+            out = games.reset(seed=seed) if seed % 2 else games.step(masked_random(rng, out.action_mask))
+        except ValueError as error:
+            assert "2 games in a row of game" in str(error)
+            same(before, whole_state(games), "batch")
+            refused += 1
+    assert refused > 5, refused
+
+
 @pytest.mark.parametrize("kind", ["illegal", "dtype", "shape"])
 def test_a_refused_step_restores_the_seeders_drawn_ahead(kind):
     """A game that started a game in the last step has its next seats drawn at this step's
