@@ -68,8 +68,8 @@ Seats: `bots` maps seats to bot kinds ("random", "greedy", "heuristic": the comp
 cf_env/agents/bots.py); the other seats are outside seats, whose decisions `step` takes. `bots`
 may also be an (N, P) array of kind codes (`cf_env.agents.kernel_bots`: OUTSIDE=0, RANDOM,
 GREEDY, HEURISTIC), or a callable `bots(rng) -> P kind names or codes` that draws a game's seats
-from that game's seeder at the start of every game (the vector env draws its learner's seat that
-way). With `skip_forced=True` an outside seat's decision with exactly one legal action is taken
+from that game's seeder for every game (ahead of it: see Bad input; the vector env draws its
+learner's seat that way). With `skip_forced=True` an outside seat's decision with exactly one legal action is taken
 for it (bots always take those without deciding).
 
 Seeding ("same seed, same games"): every game has its own seeder, a `numpy.random.Generator`,
@@ -94,22 +94,26 @@ Size: `num_envs` is at most `max_num_envs(config)`: `MAX_BATCH_BYTES` (4 GiB) ov
 one game holds (`per_game_bytes(config)`: its arrays, from the batch's own `nbytes`, plus
 `PYTHON_BYTES_PER_GAME` for its two `numpy.random.Generator`s, about 870 bytes each by
 tracemalloc), counted with final observations and privileged rows so as to bound every
-option. The default config (double-nine, 4 players) holds 8,583 bytes a game (6,535 in arrays):
-at most 500,403 games; double-six 5,608 (765,864 games); double-twelve 12,620 (340,330);
-double-eighteen 24,260 (177,039). The check runs before anything is allocated for the games.
+option. The default config (double-nine, 4 players) holds 8,585 bytes a game (6,537 in arrays):
+at most 500,287 games; double-six 5,610 (765,591 games); double-twelve 12,622 (340,276);
+double-eighteen 24,262 (177,024). The check runs before anything is allocated for the games.
 
 Bad input, all-or-nothing: `step` raises `ValueError` for actions that are not an integer array of
 shape (N,), and `IllegalActionError` naming the first game whose action is not legal, its action
 and its legal ones; `reset` raises `ValueError` for a bad seed or option. Either way no game, no
 seeder and no field of the adapter has changed. A callable `bots` is the only outside code a call
-runs: each game's next seats are drawn one game ahead, before anything changes (at `reset`, the
-game dealt and the next one; at `step`, the next one for each game that started a game in the
-last call), so a draw that raises or gives an invalid seat set (a wrong length, an unknown kind,
-no outside seat) refuses the call with the seeders restored. One case draws during a call: a game
-that ends twice in one call (a whole game of bot and forced moves only: rare on the default
-config, common on tiny ones, e.g. one round of two-tile hands), whose second draw, should it
-fail, raises with the call half done (not all-or-nothing); a seat sampler that always gives valid
-seats (the vector env's) never meets it.
+runs, and it runs before anything changes: each game keeps a queue of its next games drawn ahead
+from its seeder (seats and engine seed, in the order of the stream above), long enough to reach a
+game in which an outside seat decides (a drawn game's opening, which its seats and seed decide, is
+played ahead on a scratch game of one to know whether it ends first: common on tiny configs, e.g.
+one round of two-tile hands). `reset` fills the queues (the game it deals, then up to the next
+call's), `step` tops up those its last call used, before the kernel moves; a draw that raises or
+gives an invalid seat set (a wrong length, an unknown kind, no outside seat) refuses the call with
+the seeders restored. So the sampler is called ahead of the games it seats, and a call never
+draws once the games move. (A sampler with the attribute `always_valid = True`, the vector env's,
+which cannot give a bad seat set, is trusted: its games are not played ahead, as its draws cannot
+fail.) More than `MAX_CHAIN` (1000) games in a row that end before any
+outside decision are refused (`ValueError`): no call could reach one.
 """
 
 from __future__ import annotations
@@ -124,6 +128,7 @@ from cf_env.agents.kernel_bots import (
     BOT_KINDS,
     OUTSIDE,
     ROUND_ENDED,
+    WAITING,
     batch_advance,
     bot_scratch,
     heuristic_weights,
@@ -144,6 +149,7 @@ from cf_env.core.rewards import game_rewards_batch, round_rewards_batch
 EPISODES = ("game", "round")
 KIND_NAMES = {"outside": OUTSIDE, **BOT_KINDS}
 RESET_OPTIONS = ("reset_mask",)
+MAX_CHAIN = 1000  # games in a row that end before an outside decision: refused beyond
 # Final observations: observe all N games when N <= a + b * (games ended), else copy out the
 # ended games' rows first. Copying a game's rows (one fancy index per state array) costs about
 # ten times observing a game in compiled code, and the copy has a larger fixed cost: hence the
@@ -327,9 +333,17 @@ class ChickenFootBatch:
         self._closed = np.zeros(n, bool)  # the episode ended earlier in this step: pay nothing more
         self._seeders: list[np.random.Generator] = [np.random.default_rng() for _ in range(n)]
         # Each game's next game drawn ahead from its seeder (module docstring: Bad input).
+        # A game's queue: the head in these arrays, any later ones in `_extra` (game -> list of
+        # (kinds, seed, waits)); `waits`: that game reaches an outside decision before it ends;
+        # `_covered`: the queue holds such a game, so that no call needs a draw of its own.
         self._ahead = np.zeros(n, bool)
         self._ahead_kinds = np.zeros((n, players), np.int8)
         self._ahead_seed = np.zeros(n, np.int64)
+        self._ahead_waits = np.zeros(n, bool)
+        self._covered = np.zeros(n, bool)
+        self._extra: dict[int, list] = {}
+        self._opening = None  # scratch of `_opening_waits`, built on first use
+        self._no_games = np.zeros(0, np.int64)
         # Scratch of one step, written before the kernel moves: the seat that made the step's
         # decision, and the queued shuffles (the next round's, for the games whose round ends).
         self._actor = np.zeros(n, np.int32)
@@ -414,7 +428,8 @@ class ChickenFootBatch:
         about 870 bytes each, two a game; see `per_game_bytes`)."""
         arrays = [self._seat_kind, self._bot_rng, self._weights, self._scores, self._counts,
                   self._legal, self._stop, self._acc, self._closed, self.game_seeds, self._ahead,
-                  self._ahead_kinds, self._ahead_seed, self._actor, self._perms]
+                  self._ahead_kinds, self._ahead_seed, self._ahead_waits, self._covered,
+                  self._actor, self._perms]
         arrays += [a for name, a in self._out._asdict().items()
                    if a is not None and name not in ("observation", "privileged")]
         if self._final is not None:
@@ -433,26 +448,25 @@ class ChickenFootBatch:
             raise ValueError("options['reset_mask'] needs games to keep: call reset() without it "
                              "first")
         games = np.arange(n) if mask is None else np.flatnonzero(mask)
-        # Everything that can fail first, on copies: the games' seeders and the draws of their
-        # first game and the next one.
+        # Everything that can fail first, on copies: the games' seeders and queues, filled with
+        # the game to deal now and its successors up to two games that reach an outside decision
+        # (the one this call leaves waiting, and the next call's).
         seeders = list(self._seeders)
-        ahead = self._ahead.copy()
         if seeds is not None:
             for game in games.tolist():
                 seeders[game] = np.random.default_rng(seeds[game])
-            ahead[games] = False
+        queues = {game: [] if seeds is not None else self._queue(game) for game in games.tolist()}
         saved = [] if seeds is not None else self._save_seeders(seeders, games)  # new ones: dropped
         try:
-            first = self._draw(seeders, games, ahead)
-            ahead[games] = False
-            after = self._draw(seeders, games, ahead)
+            self._fill(seeders, queues, 2)
         except BaseException:
             self._restore_seeders(seeders, saved)
             raise
         # Nothing can fail from here on.
         self._seeders = seeders
-        self._ahead[games] = True
-        self._ahead_kinds[games], self._ahead_seed[games] = after
+        for game, queue in queues.items():
+            self._store(game, queue)
+        first = self._pop(games)
         self._begin_step()
         self._closed[:] = True  # rounds ending before the first outside decision belong to no episode
         self._deal(games, *first)
@@ -465,11 +479,13 @@ class ChickenFootBatch:
         until every game's next outside decision. See the module docstring for bad input."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        missing = np.flatnonzero(~self._ahead)
+        # The games that started a game in the last call: their queues topped up.
+        missing = self._no_games if self._covered.all() else np.flatnonzero(~self._covered)
         saved = self._save_seeders(self._seeders, missing)
         try:
-            if missing.size:  # the next game of each game that started one in the last call
-                kinds, seeds = self._draw(self._seeders, missing, self._ahead)
+            if missing.size:
+                queues = {game: self._queue(game) for game in missing.tolist()}
+                self._fill(self._seeders, queues, 1)
             st = self._kb.state
             np.copyto(self._perms, st.next_perm)
             np.copyto(self._actor, st.current)
@@ -478,8 +494,8 @@ class ChickenFootBatch:
             self._restore_seeders(self._seeders, saved)
             raise
         if missing.size:
-            self._ahead[missing] = True
-            self._ahead_kinds[missing], self._ahead_seed[missing] = kinds, seeds
+            for game, queue in queues.items():
+                self._store(game, queue)
         self._begin_step()
         ended = np.flatnonzero(st.round_ended)
         if ended.size:
@@ -497,29 +513,93 @@ class ChickenFootBatch:
         for game, state in saved:
             seeders[game].bit_generator.state = state
 
-    def _draw(self, seeders: list, games: np.ndarray, ahead: np.ndarray):
-        """Each of `games`' next game, (kinds (k, P) int8, engine seeds (k,) int64): the one
-        drawn ahead where `ahead[game]`, else drawn now from `seeders[game]` (the seat sampler,
-        then the engine seed) and checked. Changes nothing but the seeders drawn from."""
-        kinds = self._seat_kind[games].copy()
-        seeds = np.zeros(len(games), np.int64)
+    def _queue(self, game: int) -> list:
+        """A copy of `game`'s queue of games drawn ahead, oldest first: (kinds, seed, waits)."""
+        if not self._ahead[game]:
+            return []
+        head = (self._ahead_kinds[game].copy(), int(self._ahead_seed[game]),
+                bool(self._ahead_waits[game]))
+        return [head, *self._extra.get(game, ())]
+
+    def _store(self, game: int, queue: list) -> None:
+        self._ahead[game] = bool(queue)
+        if queue:
+            self._ahead_kinds[game], self._ahead_seed[game], self._ahead_waits[game] = queue[0]
+        if len(queue) > 1:
+            self._extra[game] = queue[1:]
+        else:
+            self._extra.pop(game, None)
+        self._covered[game] = any(waits for _, _, waits in queue)
+
+    def _fill(self, seeders: list, queues: dict, waiting: int) -> None:
+        """Draw into each `queues[game]` (a list, changed in place) until it holds `waiting`
+        games that reach an outside decision. Changes nothing else but the seeders drawn from;
+        raises `ValueError` for a bad draw."""
+        for game, queue in queues.items():
+            have = sum(waits for _, _, waits in queue)
+            drawn = 0
+            while have < waiting:
+                if drawn == MAX_CHAIN:
+                    raise ValueError(f"bots: {MAX_CHAIN} games in a row of game {game} end before "
+                                     "any outside seat decides; no call can reach a decision")
+                kinds, seed = self._draw(seeders[game], game)
+                waits = self._opening_waits(kinds, seed)
+                queue.append((kinds, seed, waits))
+                have += waits
+                drawn += 1
+
+    def _draw(self, rng: np.random.Generator, game: int) -> tuple[np.ndarray, int]:
+        """`game`'s next game from its seeder `rng`: its seat kinds (from the seat sampler, checked;
+        else the fixed ones) and its engine seed."""
+        kinds = self._seat_kind[game].copy()
+        if self._seat_sampler is not None:
+            drawn = self._seat_sampler(rng)
+            try:
+                drawn = list(drawn)
+            except TypeError:
+                raise ValueError(f"bots(rng) must give {self.num_players} kinds; got "
+                                 f"{drawn!r}") from None
+            if len(drawn) != self.num_players:
+                raise ValueError(f"bots(rng) must give {self.num_players} kinds; got {drawn!r}")
+            kinds[:] = [_kind_code(k) for k in drawn]
+            self._check_outside(kinds[None], np.array([game]))
+        return kinds, int(rng.integers(2**63))
+
+    def _opening_waits(self, kinds: np.ndarray, seed: int) -> bool:
+        """Whether a game of these seats and engine seed reaches an outside decision before it
+        ends: its opening played on a scratch game of one, exactly as the batch will play it
+        (the deal, the bots' stream, forced moves). Only a seat sampler's draws can fail, so only
+        with one does this matter; without one, or with a trusted one (module docstring), every
+        game counts as reaching a decision."""
+        if self._seat_sampler is None or getattr(self._seat_sampler, "always_valid", False):
+            return True
+        if self._opening is None:
+            scratch = KernelBatch(self.config, 1)
+            self._opening = (scratch, np.zeros((1, self.num_players), np.int8),
+                             np.zeros(1, np.uint64), np.zeros_like(scratch.legal_words),
+                             np.zeros(1, np.int8), *bot_scratch(self.config))
+        scratch, seat_kind, bot_rng, legal, stop, scores, counts = self._opening
+        scratch.reset([seed], np.zeros(1, np.int64))
+        seat_kind[0], bot_rng[0] = kinds, seed
+        while True:
+            batch_advance(scratch.state, scratch.tables, self._weights, seat_kind, bot_rng,
+                          self.skip_forced, legal, stop, scores, counts)
+            if stop[0] == WAITING:
+                return True
+            if scratch.state.game_over[0]:
+                return False
+            scratch.refill()  # its tables deal the next round at once: the shuffle after it
+
+    def _pop(self, games: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The next game of each of `games` from its queue (kinds (k, P) int8, seeds (k,) int64),
+        taken off it. An empty queue is drawn from now: only without a seat sampler (whose draws
+        cannot fail), or for a game past its queue."""
+        kinds = np.empty((len(games), self.num_players), np.int8)
+        seeds = np.empty(len(games), np.int64)
         for j, game in enumerate(games.tolist()):
-            if ahead[game]:
-                kinds[j], seeds[j] = self._ahead_kinds[game], self._ahead_seed[game]
-                continue
-            rng = seeders[game]
-            if self._seat_sampler is not None:
-                drawn = self._seat_sampler(rng)
-                try:
-                    drawn = list(drawn)
-                except TypeError:
-                    raise ValueError(f"bots(rng) must give {self.num_players} kinds; got "
-                                     f"{drawn!r}") from None
-                if len(drawn) != self.num_players:
-                    raise ValueError(f"bots(rng) must give {self.num_players} kinds; got {drawn!r}")
-                kinds[j] = [_kind_code(k) for k in drawn]
-            seeds[j] = int(rng.integers(2**63))
-        self._check_outside(kinds, games)
+            queue = self._queue(game) or [(*self._draw(self._seeders[game], game), True)]
+            kinds[j], seeds[j], _ = queue[0]
+            self._store(game, queue[1:])
         return kinds, seeds
 
     def _deal(self, games: np.ndarray, kinds: np.ndarray, seeds: np.ndarray) -> None:
@@ -531,9 +611,7 @@ class ChickenFootBatch:
 
     def _new_games(self, games: np.ndarray) -> None:
         """Deal each of `games` its next game, drawn ahead (module docstring: Seeding)."""
-        kinds, seeds = self._draw(self._seeders, games, self._ahead)  # draws only in a game's 2nd end
-        self._ahead[games] = False
-        self._deal(games, kinds, seeds)
+        self._deal(games, *self._pop(games))
 
     def _begin_step(self) -> None:
         out = self._out
@@ -576,8 +654,9 @@ class ChickenFootBatch:
         self._closed[closing] = True
         if self._final is not None and closing.size:
             self._observe_final(closing)
-        if not over.all():
-            _deal_next_rounds(st, self._kb.tables, games[~over], perms[~over])
+        going = ~over
+        if going.any():
+            _deal_next_rounds(st, self._kb.tables, games[going], perms[going])
         finished = games[over]
         if finished.size and self.auto_reset:
             self._new_games(finished)

@@ -129,6 +129,10 @@ class ChickenFootVectorEnv(VectorEnv):
         kinds[(learner + 1 + np.arange(n - 1)) % n] = self._codes[chosen]
         return kinds
 
+    # Its seat sets are valid by construction (one outside seat, checked bot codes): the batch
+    # need not play its games' openings ahead to draw safely (cf_env/envs/batch.py).
+    _seats.always_valid = True
+
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
         """Deal every sub-env (or the `reset_mask` ones) a new episode (module docstring)."""
         out = self._out = self.batch.reset(seed=seed, options=options)  # checks, then changes
@@ -161,16 +165,14 @@ class ChickenFootVectorEnv(VectorEnv):
         """SAME_STEP's `final_obs` and `final_info` for the sub-envs whose episode ended (module
         docstring), laid out as Gymnasium's `VectorEnv._add_info` lays them out."""
         ended = out.terminated.copy()
-        rows = np.flatnonzero(ended)
-        final_obs = np.full(self.num_envs, None, dtype=object)
-        observations = self.batch.final_observation[rows]  # a copy: fancy indexing
-        for j, i in enumerate(rows.tolist()):
-            final_obs[i] = observations[j]
+        final_obs = np.empty(self.num_envs, dtype=object)  # None where no episode ended
+        observations = self.batch.final_observation
+        for i in np.flatnonzero(ended).tolist():
+            final_obs[i] = observations[i].copy()
         mask = np.zeros((self.num_envs, self.config.num_actions), bool)
-        mask[rows, self.config.pass_action] = True  # the terminal placeholder, as the single-agent env
-        final_info = {"learner_seat": np.where(ended, seat, 0).astype(np.int32),
-                      "round_over": out.round_over & ended, "game_over": out.game_over & ended,
-                      "action_mask": mask}
+        mask[:, self.config.pass_action] = ended  # the terminal placeholder, as the single-agent env
+        final_info = {"learner_seat": seat * ended, "round_over": out.round_over & ended,
+                      "game_over": out.game_over & ended, "action_mask": mask}
         for key in list(final_info):
             final_info[f"_{key}"] = ended.copy()
         info.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info,

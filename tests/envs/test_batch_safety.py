@@ -40,33 +40,38 @@ def test_the_bots_stream_is_splitmix64_modulo_2_to_the_64():
         assert (int(words[0]), uniform) == splitmix64(state)
 
 
+BOT_GAMES = (
+    "import numpy as np\n"
+    "from cf_env.envs.batch import ChickenFootBatch\n"
+    "games = ChickenFootBatch(num_envs=3, bots={1: 'random', 2: 'greedy', 3: 'heuristic'},"
+    " max_pips=6, episode='round', final_observation=True)\n"
+    "out = games.reset(seed=1)\n"
+    "ended = 0\n"
+    "for _ in range(60):\n"
+    "    out = games.step(out.action_mask.argmax(axis=1))\n"
+    "    ended += int(out.terminated.sum())\n"
+    "print('ok', ended, games.bot_rng.tolist(), float(games.final_observation.sum()))\n"
+)
+
+
 def test_the_batch_bots_run_without_jit_with_warnings_as_errors():
     """Under NUMBA_DISABLE_JIT=1 the stream is numpy uint64 scalars, which warn on overflow:
-    the bots must wrap without one, and draw what the compiled bots draw."""
-    code = (
-        "import numpy as np\n"
-        "from numba.core import config\n"
-        "assert config.DISABLE_JIT\n"
-        "from cf_env.envs.batch import ChickenFootBatch\n"
-        "games = ChickenFootBatch(num_envs=3, bots={1: 'random', 2: 'greedy', 3: 'heuristic'},"
-        " max_pips=6)\n"
-        "out = games.reset(seed=1)\n"
-        "for _ in range(30):\n"
-        "    out = games.step(out.action_mask.argmax(axis=1))\n"
-        "print('ok', games.bot_rng.tolist())\n"
-    )
+    the bots (and the adapter's own round deals and final observations) must run without a
+    warning, and play what the compiled code plays."""
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "PYTHONPATH": str(ROOT)}
+    code = "from numba.core import config\nassert config.DISABLE_JIT\n" + BOT_GAMES
     result = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("ok")
-    from cf_env.envs.batch import ChickenFootBatch
+    compiled: dict = {}
+    import contextlib
+    import io
 
-    games = ChickenFootBatch(num_envs=3, bots={1: "random", 2: "greedy", 3: "heuristic"}, max_pips=6)
-    out = games.reset(seed=1)
-    for _ in range(30):
-        out = games.step(out.action_mask.argmax(axis=1))
-    assert result.stdout.split(" ", 1)[1].strip() == str(games.bot_rng.tolist())
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        exec(BOT_GAMES, compiled)
+    assert compiled["ended"] >= 3
+    assert result.stdout == printed.getvalue()
 
 
 # ---------------------------------------------------------------------------- state capture
@@ -81,10 +86,10 @@ from cf_env.envs.batch import (  # noqa: E402
 )
 
 SMALL = ChickenFootConfig(max_pips=6, num_players=3)
-# Scratch, not the games' state: the adapter's of one step, written before the kernel moves
-# (batch.py), and the kernel's legal-word buffer, which it fills to name a refused action's legal
-# ones.
-SCRATCH = {"_actor", "_perms", "legal_words"}
+# Scratch, not the games' state: the adapter's of one step, written before the kernel moves, and
+# the scratch game on which it plays drawn games' openings (batch.py); the kernel's legal-word
+# buffer, which it fills to name a refused action's legal ones.
+SCRATCH = {"_actor", "_perms", "_opening", "legal_words"}
 
 
 def freeze(value):
@@ -203,6 +208,80 @@ def test_a_bad_seat_draw_at_reset_refuses_it_and_changes_nothing():
         with pytest.raises(ValueError, match="no outside seat"):
             games.reset(seed=seed)
         same(before, whole_state(games), f"reset(seed={seed})")
+
+
+def test_games_that_end_before_any_outside_decision_never_make_a_call_draw_midway():
+    """One round of two-tile hands, three bots: many games end before the outside seat decides,
+    so one call can deal a game several new games. Their seats are drawn before the kernel
+    moves (the openings played ahead on a scratch game): the sampler is never called once the
+    games move, a sampler that raises refuses the call with the whole state unchanged, and the
+    games are those of a twin whose sampler never fails."""
+    cfg = ChickenFootConfig(max_pips=6, num_players=4, hand_size=2, num_rounds=1)
+    seats = Seats(cfg.num_players)
+    moving = [False]
+
+    def sampler(rng):
+        assert not moving[0], "a seat draw while the games move"
+        return seats(rng)
+
+    games = ChickenFootBatch(cfg, 12, bots=sampler, skip_forced=True)
+    twin = ChickenFootBatch(cfg, 12, bots=Seats(cfg.num_players), skip_forced=True)
+    kernel = games.kernel
+    real_step, real_reset = kernel.step, kernel.reset
+
+    def step(actions):
+        moving[0] = True
+        return real_step(actions)
+
+    def reset(seeds, which=None):
+        moving[0] = True
+        return real_reset(seeds, which)
+
+    kernel.step, kernel.reset = step, reset
+    out, twin_out = games.reset(seed=2), twin.reset(seed=2)
+    moving[0] = False
+    rng = np.random.default_rng(4)
+    refused = chains = 0
+    for turn in range(300):
+        actions = masked_random(rng, out.action_mask)
+        chains += bool(games._extra)
+        seats.broken, seats.bad = turn % 3 == 0, RuntimeError("sampler failed")
+        before = whole_state(games) if seats.broken else None
+        try:
+            out = games.step(actions)
+        except RuntimeError:
+            refused += 1
+            same(before, whole_state(games), "batch")
+            seats.broken = False
+            out = games.step(actions)
+        moving[0] = seats.broken = False
+        twin_out = twin.step(actions)
+        for name in ("current_player", "observation", "rewards", "terminated", "game_over"):
+            assert np.array_equal(getattr(out, name), getattr(twin_out, name)), (turn, name)
+        assert np.array_equal(games.game_seeds, twin.game_seeds)
+    assert refused > 20 and chains > 5, (refused, chains)
+
+
+def test_too_many_games_in_a_row_without_an_outside_decision_are_refused(monkeypatch):
+    """Past MAX_CHAIN games in a row that end before the outside seat decides, no call could
+    reach a decision: the call that would draw them is refused, nothing changed."""
+    import cf_env.envs.batch as batch_module
+
+    cfg = ChickenFootConfig(max_pips=6, num_players=4, hand_size=2, num_rounds=1)
+    games = ChickenFootBatch(cfg, 12, bots=Seats(cfg.num_players), skip_forced=True)
+    out = games.reset(seed=0)
+    monkeypatch.setattr(batch_module, "MAX_CHAIN", 2)
+    rng = np.random.default_rng(0)
+    refused = 0
+    for seed in range(30):
+        before = whole_state(games)
+        try:
+            out = games.reset(seed=seed) if seed % 2 else games.step(masked_random(rng, out.action_mask))
+        except ValueError as error:
+            assert "2 games in a row of game" in str(error)
+            same(before, whole_state(games), "batch")
+            refused += 1
+    assert refused > 5, refused
 
 
 @pytest.mark.parametrize("kind", ["illegal", "dtype", "shape"])
@@ -553,6 +632,77 @@ def test_the_vector_env_honours_reset_mask_and_refuses_other_options():
     with pytest.raises(ValueError, match=r"reset options \['render'\] are not supported"):
         envs.reset(seed=7, options={"render": True})
     same(before, whole_state(envs.batch), "batch")
+
+
+# ---------------------------------------------------------------------------- a small fuzzer
+def bad_actions(rng: np.random.Generator, good: np.ndarray, num_actions: int):
+    """A malformed or illegal variant of the legal `good` actions."""
+    n = good.size
+    kind = rng.integers(9)
+    if kind == 0:
+        return good.astype(rng.choice([np.float32, np.float64, np.complex64, bool]))
+    if kind == 1:
+        return good[: rng.integers(n)]
+    if kind == 2:
+        return np.concatenate([good, good])
+    if kind == 3:
+        return good.reshape(1, n)
+    if kind == 4:
+        return [str(a) for a in good]
+    bad = good.copy().astype(rng.choice([np.int8, np.int16, np.int32, np.int64, np.uint64]))
+    i = rng.integers(n)
+    top = int(np.iinfo(bad.dtype).max)
+    values = [num_actions, num_actions + 1, top] + ([2**63] if top > 2**63 else [-1])
+    bad[i] = values[rng.integers(len(values))]
+    if kind == 5 and n > 1:  # an illegal action beside legal ones, anywhere in the batch
+        j = (i + 1) % n
+        legal = np.flatnonzero(~np.isin(np.arange(num_actions), [good[j]]))
+        bad[j] = legal[0] if legal.size else good[j]
+    return bad
+
+
+def test_random_bad_calls_are_refused_with_a_value_error_and_change_nothing():
+    """Random play interleaved with random malformed calls (actions of the wrong dtype, shape or
+    value, bad seeds and options): every refused call raises a `ValueError` (or subclass) and
+    leaves the whole state as it was; the good calls play on."""
+    rng = np.random.default_rng(12)
+    seats = Seats(SMALL.num_players)
+    games = ChickenFootBatch(SMALL, 5, bots=seats, episode="round", final_observation=True,
+                             num_rounds=2)
+    out = games.reset(seed=3)
+    refused = played = refused_draws = 0
+    for _ in range(400):
+        good = masked_random(rng, out.action_mask)
+        choice = rng.integers(4)
+        if choice == 0:
+            out = games.step(good)
+            played += 1
+            continue
+        before = whole_state(games)
+        try:
+            if choice == 1:
+                games.step(bad_actions(rng, good, SMALL.num_actions))
+            elif choice == 2:
+                seed = [-5, 1.5, "x", [1, 2], [1, 2, 3, 4, -1], None, True][rng.integers(7)]
+                options = [None, {"foo": 1}, {"reset_mask": np.zeros(5, bool)}][rng.integers(3)]
+                if seed is None and options is None:
+                    options = {"reset_mask": [True] * 5}
+                games.reset(seed=seed, options=options)
+            else:  # a seat draw that fails: at the next step's draws, or at a reset's
+                seats.broken, seats.bad = True, ["greedy"] * SMALL.num_players
+                if games._ahead.all():
+                    games.reset()
+                else:
+                    refused_draws += 1
+                    games.step(good)
+        except ValueError:
+            refused += 1
+            same(before, whole_state(games), "batch")
+        else:
+            raise AssertionError("a bad call was accepted")
+        finally:
+            seats.broken = False
+    assert refused > 200 and played > 50 and refused_draws > 5, (refused, played, refused_draws)
 
 
 def test_a_zero_dimensional_seed_is_its_scalar_and_other_ranks_are_refused():
