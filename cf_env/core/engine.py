@@ -590,8 +590,8 @@ for _name in _SCALARS:
 
 
 # The two deals of `_deal_from` besides a new game's: the current round again, the next round.
-_deal_again = functools.partial(kernel.one_deal, next_round=False)
-_deal_next_round = functools.partial(kernel.one_deal, next_round=True)
+_deal_again = functools.partial(kernel.one_deal, following=False)
+_deal_next_round = functools.partial(kernel.one_deal, following=True)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -787,11 +787,11 @@ def _end_round(st, tb, i):
         if tb.params[P_DEAL] != 0:
             for j in range(st.boneyard.shape[1]):
                 st.boneyard[i, j] = st.next_perm[i, j]
-            _next_round(st, tb, i)
+            next_round(st, tb, i)
 
 
 @jit
-def _next_round(st, tb, i):
+def next_round(st, tb, i):
     """R4: deal the next round (the countdown restarts after the double-blank with a target
     score) from boneyard[i]."""
     st.round[i] = (st.round[i] + 1) % tb.params[P_ROUNDS]
@@ -1528,12 +1528,12 @@ def one_new_game(sb, tbuf):
 
 
 @jit
-def one_deal(sb, tbuf, next_round):
-    """Deal from the state's boneyard: the next round (R4) when `next_round`, else the current
+def one_deal(sb, tbuf, following):
+    """Deal from the state's boneyard: the next round (R4) when `following`, else the current
     round again (an external deal before the round's first decision)."""
     st, tb, legal = _unpack(sb, tbuf)
-    if next_round:
-        _next_round(st, tb, 0)
+    if following:
+        next_round(st, tb, 0)
     else:
         _start_round(st, tb, 0)
     st.round_ended[0] = False

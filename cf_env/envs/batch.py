@@ -139,10 +139,10 @@ from cf_env.core.kernel import (
     O_PLAYABLE,
     KernelBatch,
     KernelState,
-    _next_round,
     batch_observe,
     jit,
     kernel_tables,
+    next_round,
 )
 from cf_env.core.rewards import game_rewards_batch, round_rewards_batch
 
@@ -185,7 +185,7 @@ def _deal_next_rounds(st, tb, games, perms):
         i = games[j]
         for k in range(st.boneyard.shape[1]):
             st.boneyard[i, k] = perms[j, k]
-        _next_round(st, tb, i)
+        next_round(st, tb, i)
 
 
 def _is_int(value) -> bool:

@@ -126,6 +126,11 @@ class raw_env(AECEnv):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is not None:
             self._seeder = np.random.default_rng(seed)
+            # The action spaces too, apart from the games' seeder, so that PettingZoo's loop
+            # (`env.action_space(agent).sample(mask)`) plays the same game for the same seed.
+            for k, agent in enumerate(self.possible_agents):
+                entropy = np.random.SeedSequence([seed, k]).generate_state(1)[0]
+                self.action_spaces[agent].seed(int(entropy))
         # Each game gets its own engine seed from the env's seeder: same seed, same games.
         finished = self.engine.reset(int(self._seeder.integers(2**63)))
         self._begin_game(num_steps=0)

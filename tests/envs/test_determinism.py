@@ -282,3 +282,28 @@ def test_training_envs_are_identical_in_subprocess_and_in_process_workers():
         return out
 
     assert rollout("subproc") == rollout("dummy")
+
+
+def test_reset_seed_seeds_the_action_spaces_so_pettingzoos_loop_replays_its_game():
+    """`env.action_space(agent).sample(mask)`, PettingZoo's random loop, plays the same game for
+    the same `reset(seed)`, without consuming the games' own seeder (the deals stay those of
+    the seed)."""
+    import cf_env
+
+    def play(seed: int) -> tuple:
+        env = cf_env.env(num_players=3, max_pips=6, num_rounds=2)
+        env.reset(seed=seed)
+        first_deal = env.unwrapped.engine.deal_order
+        actions = []
+        for agent in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            action = None if term or trunc else env.action_space(agent).sample(obs["action_mask"])
+            actions.append(action)
+            env.step(action)
+        return first_deal, actions, env.unwrapped.engine.scores
+
+    assert play(5) == play(5)
+    assert play(5)[1] != play(6)[1]
+    env = cf_env.env(num_players=3, max_pips=6, num_rounds=2)
+    env.reset(seed=5)  # the first game's engine seed is still the seeder's first draw
+    assert env.unwrapped.engine.seed == int(np.random.default_rng(5).integers(2**63))

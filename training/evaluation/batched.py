@@ -69,7 +69,7 @@ MAX_BATCH_SIZE = 1 << 16
 NETWORK = -1  # batch_kind of a network played greedily
 
 _BOT_TYPES = {RandomPolicy: RANDOM, GreedyPolicy: GREEDY, HeuristicPolicy: HEURISTIC}
-_BLAS = ThreadpoolController()
+BLAS = ThreadpoolController()
 
 
 def batch_kind(policy: object) -> int | None:
@@ -216,7 +216,7 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig,
     collecting = gc.isenabled()
     gc.disable()  # the loop makes many small objects and no cycle: no collection passes meanwhile
     try:
-        with _BLAS.limit(limits=1, user_api="blas"):  # one thread: workers are the parallelism
+        with BLAS.limit(limits=1, user_api="blas"):  # one thread: workers are the parallelism
             play()
     finally:
         if collecting:

@@ -961,7 +961,7 @@ def card_rules(specs: list[str]) -> tuple[str, dict] | None:
     return None
 
 
-def _rules(args: argparse.Namespace, specs: list[str]) -> dict:
+def rules_for(args: argparse.Namespace, specs: list[str]) -> dict:
     """The config fields of the CLI: a checkpoint's card (if any spec plays one), the options
     given, then `--set`. `--players`/`--max-pips` that contradict the card are refused with the
     values that would work."""
@@ -1102,7 +1102,7 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
     # Everything the user gave is checked here, before the first game (exit 2 on a problem).
     try:
         opponents = [s.strip() for s in args.opponents.split(",") if s.strip()]
-        config = ChickenFootConfig.from_dict(_rules(args, [args.agent, *opponents]))
+        config = ChickenFootConfig.from_dict(rules_for(args, [args.agent, *opponents]))
         groups = lineups(args.agent, opponents, args.mixed)
         names = lineup_names(groups) if len(groups) > 1 else None
         outputs = _outputs(args.out, names, args.force)

@@ -38,13 +38,13 @@ import numpy as np
 from cf_env.agents.policies import load_policy
 from cf_env.core.config import ChickenFootConfig
 from cf_env.tools.cli import HelpFormatter, limit_threads
-from training.evaluation.batched import _BLAS, DEFAULT_BATCH_SIZE, play_batched
+from training.evaluation.batched import BLAS, DEFAULT_BATCH_SIZE, play_batched
 from training.evaluation.evaluate import (
-    _rules,
     deal_seed,
     fail,
     lineup,
     plan_evaluation,
+    rules_for,
     run_evaluation,
 )
 
@@ -63,7 +63,7 @@ def _matmul_rate(layers: list[tuple[np.ndarray, np.ndarray]], rows: int, seconds
     inputs = [rng.standard_normal((rows, w.shape[0]), dtype=np.float32) for w, _ in layers]
     flops = 2.0 * rows * sum(w.shape[0] * w.shape[1] for w, _ in layers)
     done, started = 0, time.process_time()
-    with _BLAS.limit(limits=1, user_api="blas"):
+    with BLAS.limit(limits=1, user_api="blas"):
         while time.process_time() - started < seconds:
             for x, (w, _) in zip(inputs, layers):
                 x @ w
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.repeats < 1:
             raise ValueError(f"--repeats must be >= 1; got {args.repeats}")
         rules = argparse.Namespace(players=None, max_pips=None, rounds=None, set=[])
-        config = ChickenFootConfig.from_dict(_rules(rules, [args.agent]))
+        config = ChickenFootConfig.from_dict(rules_for(rules, [args.agent]))
         specs = [args.agent, args.opponent]
         plans = {batch: plan_evaluation(specs, config, args.deals, seed=0, single_round=True,
                                         batch=batch, batch_size=args.batch_size)
