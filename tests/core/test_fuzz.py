@@ -460,3 +460,41 @@ def test_env_rewards_follow_round_points(cfg, opts, seed, policy_seed):
     expected = reference.game_returns(cfg, opts.reward_mode, scores)  # the documented rewards, with R13's winners
     for agent, want in zip(env.possible_agents, expected):
         assert totals[agent] == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_the_compiled_layout_equals_the_references_over_100k_decisions():
+    """The layout laid by the compiled placement (every arm, the foot's arm, and the placement
+    reported before each tile) against the reference's, over random configs of every variant
+    (tests/variants.py) until at least 100,000 decisions were compared."""
+    from variants import random_config
+
+    rng = np.random.default_rng(2026)
+    decisions = placements = games = 0
+    while decisions < 100_000:
+        cfg = random_config(rng)
+        engine = Engine(cfg, seed=int(rng.integers(2**31)), auto_deal=False)
+        deal = engine.deal_order
+        while not engine.game_over:
+            hands, boneyard, center, current = reference.deal(cfg, list(deal), engine.round)
+            ref = RefRound(cfg, center, hands, boneyard, current)
+            while True:
+                compare_layout(ref, engine)
+                legal = engine.legal_actions()
+                action = int(rng.choice(legal))
+                if action < cfg.draw_action:
+                    where = engine.placement(action)
+                    assert (where.rule, where.arm, where.parent, where.new_arm, where.toe,
+                            where.leaves_open) == ref.placement(action)
+                    placements += 1
+                ended = ref.apply(action)
+                engine.step(action)
+                decisions += 1
+                if ended:
+                    compare_layout(ref, engine)  # the finished table, kept until the next deal
+                    break
+            if not engine.game_over:
+                engine.deal_next()
+                deal = engine.deal_order
+        games += 1
+    assert placements > decisions // 3 and games > 20, (placements, games)
