@@ -324,6 +324,7 @@ def engine_internal_reads(root: Path) -> list[str]:
 
     private = {n for n in Engine.__slots__ if n.startswith("_")}
     private |= {n for n in vars(Engine) if n.startswith("_") and not n.startswith("__")}
+    private -= {n for n in private if n.startswith("_repr_")}  # IPython's display protocol
     found = []
     for module, path in modules_under(root).items():
         if module == "cf_env.core.engine":

@@ -66,7 +66,15 @@ INFO_KEYS: dict[str, type] = {
 
 def env(**kwargs) -> AECEnv:
     """The raw env wrapped the way PettingZoo classic envs are (order enforcing)."""
-    return wrappers.OrderEnforcingWrapper(raw_env(**kwargs))
+    return _OrderEnforcing(raw_env(**kwargs))
+
+
+class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's order enforcing wrapper, which forwards no `_` attribute: Jupyter's
+    `_repr_svg_` (the table) is forwarded here."""
+
+    def _repr_svg_(self) -> str:
+        return self.unwrapped._repr_svg_()
 
 
 class raw_env(AECEnv):

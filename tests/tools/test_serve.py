@@ -260,6 +260,7 @@ def test_engine_and_env_show_the_table_as_svg_from_the_png_geometry():
     env = cf_env.env(num_players=2, max_pips=6)
     env.reset(seed=0)
     assert 'class="tile centre' in env.unwrapped._repr_svg_()
+    assert env._repr_svg_() == env.unwrapped._repr_svg_()  # through PettingZoo's wrapper too
 
 
 @pytest.mark.slow
