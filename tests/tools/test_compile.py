@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = [kernel.batch_step, kernel.batch_legal, kernel.batch_observe,
                 kernel.batch_privileged, kernel.games_step, kernel.batch_reset,
                 kernel.one_new_game, kernel.one_deal, kernel.one_step, kernel.one_sync,
-                kernel.one_observe, kernel_bots.batch_advance, kernel_search.search,
+                kernel.one_observe, kernel.one_placement, kernel.one_playable,
+                kernel_bots.batch_advance, kernel_search.search,
                 batch._deal_next_rounds]
 
 
