@@ -542,7 +542,8 @@ class Engine:
         # position.
         game = kernel.GameBuffer(self.config)
         try:
-            self._fill(game, p)
+            kernel.write_position(game.state, 0, p)
+            kernel.one_sync(game.buffer, game.table_buffer)
         except (OverflowError, ValueError, IndexError) as err:  # read() bounds every value
             raise SnapshotError(f"invalid snapshot: {err}") from err
         self._bind(game)
@@ -551,34 +552,6 @@ class Engine:
             p.between_rounds, p.deal_order, p.seed, p.rng)
         self._synthetic_arms = p.synthetic_arms
         self._settle([])
-
-    def _fill(self, game: kernel.GameBuffer, p: snapshot_format.Position) -> None:
-        """Write position `p` into the undealt game buffer `game`."""
-        st, count = game.state, self._num_tiles
-        for name in _SCALARS:
-            getattr(st, name)[0] = getattr(p, name)
-        st.game_over[0] = p.game_over
-        st.open_count[0] = p.open_count
-        stock = p.boneyard[::-1]  # the position lists the next tile drawn last
-        st.bone_pos[0] = count - len(stock)
-        st.boneyard[0, count - len(stock) :] = stock
-        for seat, rounds in enumerate(p.scores):
-            st.totals[0, seat] = sum(rounds)
-            st.zero_rounds[0, seat] = rounds.count(0)
-            st.min_nonzero[0, seat] = min((r for r in rounds if r), default=kernel.NO_ROUND)
-            st.round_points[0, seat] = rounds[-1] if rounds else 0
-            st.winners[0, seat] = seat in p.winners
-        st.rounds_played[0] = len(p.scores[0])
-        st.held[0], st.on_table[0], st.played[0], st.voids[0] = (
-            p.hands, p.on_table, p.played_by, p.voids)
-        st.arm_count[0], st.foot_arm[0] = len(p.arms), p.foot_arm
-        for index, arm in enumerate(p.arms):
-            st.arm_parent[0, index], st.arm_tip[0, index] = arm.parent, arm.tip
-            st.arm_len[0, index] = len(arm.tiles)
-            for place, (tile, attached) in enumerate(arm.tiles):
-                st.tile_arm[0, tile], st.tile_pos[0, tile] = index, place
-                st.tile_attached[0, tile] = attached
-        kernel.one_sync(game.buffer, game.table_buffer)
 
 
 def _scalar(index: int) -> property:

@@ -124,7 +124,7 @@ ranks of the arrays) do not depend on the config, only the shapes and `params` d
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -139,6 +139,9 @@ from cf_env.core.observation import (
     privileged_layout,
 )
 from cf_env.core.tiles import tile_tables
+
+if TYPE_CHECKING:
+    from cf_env.core.snapshot import Position
 
 # Indices into KernelTables.params.
 P_PLAYERS = 0
@@ -1138,6 +1141,41 @@ def batch_privileged(st, tb, pv, seats, out):
 
 
 # ---------------------------------------------------------------------------- Python wrapper
+def write_position(st: KernelState, i: int, p: Position) -> None:
+    """Make game i of `st` the validated position `p` (`cf_env.core.snapshot.read`): every field
+    of the game, the R13 aggregates from the per-round scores, the layout from the arms; then
+    `sync_game` (or `one_sync`) rebuilds what follows from the hands and the open ends. The one
+    writer of a position: `Engine.restore` and `KernelBatch.load_position` use it."""
+    for array in st:  # nothing of the slot's old game stays
+        array[i] = 0
+    st.foot_value[i] = st.drawn_tile[i] = st.foot_arm[i] = -1
+    st.arm_parent[i] = st.arm_tip[i] = st.tile_arm[i] = -1
+    for name in ("current", "round", "center", "start_seat", "drawn_tile", "foot_value",
+                 "toes_left", "spinner_empty", "foot_arm", "game_over"):
+        getattr(st, name)[i] = getattr(p, name)
+    st.open_count[i] = p.open_count
+    count = st.boneyard.shape[1]
+    stock = p.boneyard[::-1]  # the position lists the next tile drawn last
+    st.bone_pos[i] = count - len(stock)
+    st.boneyard[i, count - len(stock):] = stock
+    for seat, rounds in enumerate(p.scores):  # R13 reads these aggregates
+        st.totals[i, seat] = sum(rounds)
+        st.zero_rounds[i, seat] = rounds.count(0)
+        st.min_nonzero[i, seat] = min((r for r in rounds if r), default=NO_ROUND)
+        st.round_points[i, seat] = rounds[-1] if rounds else 0
+        st.winners[i, seat] = seat in p.winners
+    st.rounds_played[i] = len(p.scores[0])
+    st.held[i], st.on_table[i], st.played[i], st.voids[i] = (
+        p.hands, p.on_table, p.played_by, p.voids)
+    st.arm_count[i] = len(p.arms)
+    for index, arm in enumerate(p.arms):
+        st.arm_parent[i, index], st.arm_tip[i, index] = arm.parent, arm.tip
+        st.arm_len[i, index] = len(arm.tiles)
+        for place, (tile, attached) in enumerate(arm.tiles):
+            st.tile_arm[i, tile], st.tile_pos[i, tile] = index, place
+            st.tile_attached[i, tile] = attached
+
+
 class KernelBatch:
     """N games of one config: the state, the tables, and one `np.random.Generator` per game that
     supplies each round's shuffle exactly as `Engine(config, seed=s)` draws it."""
@@ -1227,6 +1265,23 @@ class KernelBatch:
         self.rngs[game] = rng
         self._ahead_pos[game] = self._rows.shape[0]  # draw the next shuffles from the copy
         st.need_perm[game] = True
+        self.refill()
+
+    def load_position(self, game: int, position: Position) -> None:
+        """Make game `game` a validated position (`cf_env.core.snapshot.read` of a snapshot of
+        this config), its later rounds dealt by the position's RNG (`write_position`). All or
+        nothing: `ValueError`, no game changed, for a bad index or another config's position."""
+        game = checks.index(game, "game", self.num_games)
+        if type(position).__name__ != "Position" or position.hands.shape != self.state.held.shape[1:]:
+            raise ValueError("load_position: position must be a Position of this config "
+                             "(cf_env.core.snapshot.read)")
+        rng = np.random.default_rng()
+        rng.bit_generator.state = position.rng.bit_generator.state
+        write_position(self.state, game, position)
+        sync_game(self.state, self.tables, game)
+        self.rngs[game] = rng
+        self._ahead_pos[game] = self._rows.shape[0]  # draw the next shuffles from the copy
+        self.state.need_perm[game] = True
         self.refill()
 
     @property
@@ -1588,25 +1643,31 @@ def one_playable(sb, tbuf, out):
 
 
 @jit
-def one_sync(sb, tbuf):
-    """After the hands (`held`) or the open ends (`open_count`) were written from outside (a
-    restore, a re-deal): rebuild what follows from them (the hands' bits, sizes and points, the
-    open ends' attach bits) and the legal words."""
-    st, tb, legal = _unpack(sb, tbuf)
+def sync_game(st, tb, i):
+    """After game i's hands (`held`) or open ends (`open_count`) were written from outside (a
+    position written, a re-deal): rebuild what follows from them (the hands' bits, sizes and
+    points, the open ends' attach bits)."""
     for seat in range(tb.params[P_PLAYERS]):
         for k in range(st.hands.shape[2]):
-            st.hands[0, seat, k] = ZERO
-        st.hand_count[0, seat] = 0
-        st.hand_points[0, seat] = 0
+            st.hands[i, seat, k] = ZERO
+        st.hand_count[i, seat] = 0
+        st.hand_points[i, seat] = 0
         for tile in range(tb.params[P_TILES]):
-            if st.held[0, seat, tile]:
-                _give(st, tb, 0, seat, tile)
+            if st.held[i, seat, tile]:
+                _give(st, tb, i, seat, tile)
     for k in range(st.open_attach.shape[1]):
-        st.open_attach[0, k] = ZERO
+        st.open_attach[i, k] = ZERO
     for value in range(tb.params[P_VALUES]):
-        if st.open_count[0, value] > 0:
+        if st.open_count[i, value] > 0:
             for k in range(st.open_attach.shape[1]):
-                st.open_attach[0, k] |= tb.attach_bits[value, k]
+                st.open_attach[i, k] |= tb.attach_bits[value, k]
+
+
+@jit
+def one_sync(sb, tbuf):
+    """`sync_game` for the game, then its legal words."""
+    st, tb, legal = _unpack(sb, tbuf)
+    sync_game(st, tb, 0)
     legal_into(st, tb, 0, legal)
 
 

@@ -18,6 +18,8 @@ config), the round (R4, R5), the tiles (R1, R3), the table and its arms (R6-R10)
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from cf_env.core.config import OPTION_FIELDS, ChickenFootConfig
@@ -110,20 +112,60 @@ def snapshot(engine) -> dict:
 def read(config: ChickenFootConfig, tables: TileTables, snap: dict) -> Position:
     """The position `snap` holds, checked against the rules of `config` (module docstring).
     Raises `SnapshotError` naming the field if it is invalid; nothing else changes."""
-    position = Position(config, tables)
+    draft = _Draft(config, tables)
     try:
-        _load(position, snap)
+        _load(draft, snap)
     except SnapshotError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
         raise SnapshotError(f"invalid snapshot: {err!r}") from err
-    return position
+    return Position(**{f.name: getattr(draft, f.name) for f in dataclasses.fields(Position)})
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
 class Position:
-    """A snapshot's position once `read` has checked it: the values an `Engine` takes in its
-    `restore`, under the engine's public names (`POSITION_FIELDS`), the 0/1 boards as plain bool
-    arrays, and whether the arms are stand-ins (`synthetic_arms`: the snapshot had no layout)."""
+    """A snapshot's position once `read` has checked it: what an `Engine` takes in `restore`
+    (`kernel.write_position` writes it into a game), under the engine's public names. The 0/1
+    boards are bool arrays (read-only); `synthetic_arms`: the snapshot had no layout, so `arms`
+    are stand-ins, one per open end."""
+
+    round: int
+    center: int
+    current: int
+    start_seat: int
+    drawn_tile: int  # -1: none (R8)
+    foot_value: int  # -1: no foot pending (R9)
+    toes_left: int
+    foot_arm: int
+    spinner_empty: int
+    game_over: bool
+    between_rounds: bool
+    hand_counts: list[int]
+    boneyard: list[int]  # the next tile drawn is the last
+    open_count: list[int]  # per value (R6)
+    arms: list[Arm]
+    synthetic_arms: bool
+    scores: list[list[int]]  # per seat, every finished round's points (R12)
+    winners: list[int]  # R13, once game_over
+    history: list[tuple[int, int, int]]  # (round, seat, action)
+    deal_order: tuple[int, ...] | None
+    seed: int | None
+    rng: np.random.Generator
+    hands: np.ndarray  # (players, tiles) bool
+    on_table: np.ndarray  # (tiles,) bool
+    played_by: np.ndarray  # (players, tiles) bool
+    voids: np.ndarray  # (players, values) bool
+
+    def __post_init__(self) -> None:
+        for board in (self.hands, self.on_table, self.played_by, self.voids):
+            board.flags.writeable = False
+
+    def totals(self) -> list[int]:
+        return [sum(rounds) for rounds in self.scores]
+
+
+class _Draft:
+    """A Position while `read` fills it in, field by field (`_load`)."""
 
     def __init__(self, config: ChickenFootConfig, tables: TileTables):
         self.config, self.tables = config, tables
@@ -138,18 +180,11 @@ class Position:
         return [sum(rounds) for rounds in self.scores]
 
 
-# What `Engine.restore` copies from a Position (beside the boards and `synthetic_arms`).
-POSITION_FIELDS = ("round", "center", "current", "start_seat", "hand_counts", "boneyard", "arms",
-                   "open_count", "foot_value", "toes_left", "spinner_empty",
-                   "foot_arm", "drawn_tile", "game_over", "between_rounds", "scores", "winners",
-                   "history", "deal_order", "seed", "rng")
-
-
 def _jsonable_rng_state(state: dict) -> dict:
     return {k: (_jsonable_rng_state(v) if isinstance(v, dict) else v) for k, v in state.items()}
 
 
-def _load(position: Position, snap: dict) -> None:
+def _load(position: _Draft, snap: dict) -> None:
     """Fill a Position from a snapshot, validating every field against the rules."""
     foot_arm = _check_format(position.config, snap)
     _load_round(position, snap)
@@ -169,7 +204,7 @@ def _seat(value: object, what: str, n: int) -> int:
     return value
 
 
-def _tile(position: Position, pair: object, what: str) -> int:
+def _tile(position: _Draft, pair: object, what: str) -> int:
     top = position.config.max_pips
     if (
         not isinstance(pair, (list, tuple))
@@ -238,7 +273,7 @@ def _check_format(cfg: ChickenFootConfig, snap: dict) -> int:
     return foot_arm
 
 
-def _load_round(position: Position, snap: dict) -> None:
+def _load_round(position: _Draft, snap: dict) -> None:
     """The round, its centre double (R4; R5's `lower_double` variant), the seat to act and the
     seat that placed the start double."""
     cfg = position.config
@@ -262,7 +297,7 @@ def _load_round(position: Position, snap: dict) -> None:
     position.start_seat = _seat(snap.get("start_seat", (position.current - 1) % n), "start_seat", n)
 
 
-def _load_tiles(position: Position, snap: dict) -> tuple[int, list[int]]:
+def _load_tiles(position: _Draft, snap: dict) -> tuple[int, list[int]]:
     """Hands, boneyard and table: every tile in exactly one place (R1, R3), the start double on
     the table (R5). Returns the start double's id and the table's tile ids."""
     cfg, tables = position.config, position.tables
@@ -300,7 +335,7 @@ def _load_tiles(position: Position, snap: dict) -> tuple[int, list[int]]:
     return start, table
 
 
-def _load_table(position: Position, snap: dict, foot_arm: int, start: int, table: list[int]) -> None:
+def _load_table(position: _Draft, snap: dict, foot_arm: int, start: int, table: list[int]) -> None:
     """The open ends, the empty spinner arms (R7), the pending foot (R9) and the layout: rebuilt
     from "arms" when given (and checked against the rules state), else one synthetic arm per
     open end (enough for the rules, which only need the counts)."""
@@ -339,7 +374,7 @@ def _load_table(position: Position, snap: dict, foot_arm: int, start: int, table
         raise SnapshotError("a foot cannot be pending while spinner arms are empty (R7, R9)")
 
 
-def _load_drawn_tile(position: Position, snap: dict) -> None:
+def _load_drawn_tile(position: _Draft, snap: dict) -> None:
     """R8: a tile just drawn is in the acting seat's hand."""
     drawn = snap["drawn_tile"]
     position.drawn_tile = -1 if drawn is None else _tile(position, drawn, "drawn_tile")
@@ -347,7 +382,7 @@ def _load_drawn_tile(position: Position, snap: dict) -> None:
         raise SnapshotError(f"drawn_tile {drawn} is not in the hand of seat {position.current}")
 
 
-def _load_scores(position: Position, snap: dict) -> None:
+def _load_scores(position: _Draft, snap: dict) -> None:
     """Scores of the finished rounds (R4, R12; the `target_score` variant), hand sizes the
     rules can produce, and the winners (R13)."""
     cfg = position.config
@@ -389,7 +424,7 @@ def _load_scores(position: Position, snap: dict) -> None:
         raise SnapshotError(f"winners {snap['winners']!r} disagree with R13 ({position.winners})")
 
 
-def _load_knowledge(position: Position, snap: dict, start: int) -> None:
+def _load_knowledge(position: _Draft, snap: dict, start: int) -> None:
     """What the game revealed and how it goes on: voids, who played which tile, the history,
     the seed and the RNG state."""
     cfg, tables = position.config, position.tables
@@ -462,7 +497,7 @@ def max_round_points(config: ChickenFootConfig, tables: TileTables) -> int:
     return int(points.sum() - points[tables.double_id].min())
 
 
-def _check_target(position: Position) -> None:
+def _check_target(position: _Draft) -> None:
     """Variant target_score: the game runs while no total passes the target, and ends in the
     round in which one does."""
     target, totals = position.config.target_score, position.totals()
@@ -479,7 +514,7 @@ def _check_target(position: Position) -> None:
             )
 
 
-def _check_hands(position: Position) -> None:
+def _check_hands(position: _Draft) -> None:
     """Hand sizes the rules can produce. A round ends as soon as a hand empties (R11). A hand
     grows past the deal (R3) only by tiles drawn from the boneyard (R5's search, R8), so the
     hands' excess over `hand_size` is at most the tiles that have left the boneyard.
@@ -502,7 +537,7 @@ def _check_hands(position: Position) -> None:
         )
 
 
-def _check_open_ends(position: Position, table: list[int], open_ends: list[int]) -> None:
+def _check_open_ends(position: _Draft, table: list[int], open_ends: list[int]) -> None:
     """Without a layout, `open_ends` must be what the table's tiles can show (necessary
     conditions, exact for the count). Each non-double tile leaves one open end of a value it
     carries or covers one; each other double on the table is a chicken foot (R9: the only double
@@ -547,7 +582,7 @@ def _check_open_ends(position: Position, table: list[int], open_ends: list[int])
         )
 
 
-def _load_arms(position: Position, arms: list, foot_arm: int, start: int, table: list[int]) -> None:
+def _load_arms(position: _Draft, arms: list, foot_arm: int, start: int, table: list[int]) -> None:
     tables, cfg = position.tables, position.config
     most = cfg.spinner_arms + cfg.toes * (cfg.max_pips + 1)  # kernel.max_arms
     if len(arms) > most:
