@@ -39,7 +39,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing import connection, reduction
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
@@ -99,7 +99,6 @@ def describe_exit(exitcode: int | None) -> str:
 
 
 # ------------------------------------------------------------------------------ the pool
-Job = TypeVar("Job")
 STOP_GRACE_S = 5.0  # how long `close` waits for its workers before it kills them
 
 
@@ -171,7 +170,7 @@ class _Handle:
         self.pending: collections.deque[tuple[Any, Any]] = collections.deque()  # (key, job)
 
 
-class WorkerPool(Generic[Job]):
+class WorkerPool:
     """`count` "spawn" worker processes serving typed jobs (module docstring).
 
     `serve(start: WorkerStart)` runs once in each worker and returns the handler that turns a
@@ -186,7 +185,7 @@ class WorkerPool(Generic[Job]):
     stopped and the error raised. Use as a context manager, or call `close`.
     """
 
-    def __init__(self, name: str, count: int, serve: Callable[[WorkerStart], Callable[[Job], Any]],
+    def __init__(self, name: str, count: int, serve: Callable[[WorkerStart], Callable[[Any], Any]],
                  setup: Any = None, *, died: Callable[[WorkerExit], BaseException],
                  failed: Callable[[WorkerFailure], BaseException] = reraise,
                  memory_bytes: int = 0, memory_label: str = "chickenfoot-worker"):
@@ -234,7 +233,7 @@ class WorkerPool(Generic[Job]):
             if fd is not None:
                 os.close(fd)
 
-    def __enter__(self) -> WorkerPool[Job]:
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, kind, value, tb) -> None:
@@ -252,7 +251,7 @@ class WorkerPool(Generic[Job]):
         """Worker `index`'s block of shared memory as the parent maps it (None: none)."""
         return self._workers[index].memory
 
-    def submit(self, index: int, job: Job, key: Any = None) -> None:
+    def submit(self, index: int, job: Any, key: Any = None) -> None:
         """Send `job` to worker `index` (after the jobs it holds); `key` comes back with its
         result from `next_result`. A worker that died is noticed at the next wait."""
         worker = self._workers[index]
@@ -281,7 +280,7 @@ class WorkerPool(Generic[Job]):
                 return worker.index, key, result
         raise AssertionError("connection.wait returned none of the objects it waited on")
 
-    def imap(self, jobs: Sequence[Job], depth: int = 1) -> Iterator[Any]:
+    def imap(self, jobs: Sequence[Any], depth: int = 1) -> Iterator[Any]:
         """The results of `jobs`, in order, each job played by whichever worker is free; each
         worker holds up to `depth` jobs, so that none waits for its next one (keep 1 for big
         jobs: the parent then never blocks sending to a worker blocked sending its results)."""

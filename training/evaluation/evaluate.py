@@ -33,10 +33,11 @@ rates, Student-t for the other means: `training.evaluation.stats`).
   `KeyboardInterrupt` and `GeneratorExit` included — stops the evaluation with `PolicyError`
   (`cf_env.agents.arena`; the illegal-action error is one) naming the policy, its seat, the deal
   and the rotation; a real Ctrl-C stays a `KeyboardInterrupt` (`UserInterrupt`).
-* **workers** — with `workers > 1` the blocks are played by that many "spawn" processes, each
-  on its own duplex pipe (no named semaphore or shared-memory file, nothing that a SIGKILL of
-  every process at once could leave in /dev/shm). A worker keeps, in a few bytes of memory no
-  path names (a memfd), the deal, rotation and seat it is playing, so a worker that dies without
+* **workers** — with `workers > 1` the blocks (typed `BlockJob` jobs) are played by that many
+  "spawn" processes of `training.processes.WorkerPool`, each on its own duplex pipe (no named
+  semaphore or shared-memory file, nothing that a SIGKILL of every process at once could leave
+  in /dev/shm). A worker keeps, in a few bytes of memory no path names (its pool block, a
+  memfd), the deal, rotation and seat it is playing, so a worker that dies without
   answering (`os._exit`, a signal: the out-of-memory killer's SIGKILL) is noticed at once and
   reported as `WorkerDiedError` naming its deals, the deal and rotation, and the policy that was
   choosing, if one was; the other workers are then stopped. Workers ignore SIGINT (the parent

@@ -27,9 +27,11 @@ Design, top to bottom as the code runs:
    With `workers >= 2` and no overlap, the workers collect in parallel and then wait for the
    update. Each worker owns `num_games / workers` games seeded from (seed, worker index), so a
    run is deterministic for a fixed `workers` and `overlap`; different values deal different
-   games (and `overlap` adds the lag), so their runs differ. A worker writes each rollout into
-   its own shared-memory block (`SharedRollout`, memory no path names) and sends only its
-   statistics through the pipe; a worker that dies raises `CollectorError` naming it.
+   games (and `overlap` adds the lag), so their runs differ. The collectors are a
+   `training.processes.WorkerPool` served typed jobs (`CollectJob`: the weights and new
+   snapshots); a worker writes each rollout into its pool block (`SharedRollout`, memory no
+   path names) and answers only its statistics; a worker that dies or fails raises
+   `CollectorError` naming it.
 5. **Precision** (`selfplay.update_dtype`): the update's matmuls in float32, or in bfloat16
    under `torch.autocast` ("auto": where the CPU multiplies bf16 in hardware); everything else
    (weights, Adam, losses, collection) is float32.
