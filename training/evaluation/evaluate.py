@@ -33,10 +33,11 @@ rates, Student-t for the other means: `training.evaluation.stats`).
   `KeyboardInterrupt` and `GeneratorExit` included — stops the evaluation with `PolicyError`
   (`cf_env.agents.arena`; the illegal-action error is one) naming the policy, its seat, the deal
   and the rotation; a real Ctrl-C stays a `KeyboardInterrupt` (`UserInterrupt`).
-* **workers** — with `workers > 1` the blocks are played by that many "spawn" processes, each
-  on its own duplex pipe (no named semaphore or shared-memory file, nothing that a SIGKILL of
-  every process at once could leave in /dev/shm). A worker keeps, in a few bytes of memory no
-  path names (a memfd), the deal, rotation and seat it is playing, so a worker that dies without
+* **workers** — with `workers > 1` the blocks (typed `BlockJob` jobs) are played by that many
+  "spawn" processes of `training.processes.WorkerPool`, each on its own duplex pipe (no named
+  semaphore or shared-memory file, nothing that a SIGKILL of every process at once could leave
+  in /dev/shm). A worker keeps, in a few bytes of memory no path names (its pool block, a
+  memfd), the deal, rotation and seat it is playing, so a worker that dies without
   answering (`os._exit`, a signal: the out-of-memory killer's SIGKILL) is noticed at once and
   reported as `WorkerDiedError` naming its deals, the deal and rotation, and the policy that was
   choosing, if one was; the other workers are then stopped. Workers ignore SIGINT (the parent
@@ -84,23 +85,19 @@ bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
 import dataclasses
-import mmap
-import multiprocessing
+import functools
 import os
 import pickle
 import re
-import signal
+import struct
 import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from multiprocessing import connection, reduction
 from pathlib import Path
 from typing import NoReturn
 
@@ -145,12 +142,13 @@ from training.evaluation.stats import (
     openskill_ratings,
 )
 from training.evaluation.variance import DrawCorrector, corrected_estimates
-from training.processes import anonymous_memory, describe_exit, die_with_parent, receive_fd, send_fd
+from training.processes import WorkerExit, WorkerPool, WorkerStart
 
 # Re-exported: callers import these from here (the CLI's outputs, the error a policy raises).
 __all__ = [
     "BLOCK_DEALS",
     "DEFAULT_BATCH_SIZE",
+    "BlockJob",
     "DEFAULT_OUT",
     "GAME_FIELDS",
     "EvaluationPlan",
@@ -250,15 +248,35 @@ def _build(item: PolicyItem, config: ChickenFootConfig, seed: int) -> Policy:
     return policy
 
 
-def _play_block(job: tuple, where=None) -> list[dict]:
-    """Play deals [start, stop) of block `block` with every rotation. Runs in a worker.
+@dataclass(frozen=True)
+class BlockJob:
+    """One work unit of an evaluation: deals [start, stop) of block `block` (whose policies are
+    seeded by `policy_seed(seed, block, slot)`), every rotation, played by `items` under
+    `config`. `record` keeps each game's actions and players (game records); `value_path` is
+    the value head of variance reduction (None: none); `batch_size` plays the deals batched
+    with that many games in flight (None: one game at a time)."""
+
+    items: tuple[PolicyItem, ...]
+    config: ChickenFootConfig
+    seed: int
+    block: int
+    start: int
+    stop: int
+    record: bool = False
+    value_path: str | None = None
+    batch_size: int | None = None
+
+
+def _play_block(job: BlockJob, where=None) -> list[dict]:
+    """Play a block of deals (`BlockJob`) with every rotation. Runs in a worker.
 
     `where` (a worker's shared slot, `_SLOT`) gets the deal and rotation being played and, from
     the arenas, the seat whose policy is choosing (-1: none)."""
-    items, config_dict, seed, block, start, stop, record, value_path, batch_size = job
+    items, config, seed, block = job.items, job.config, job.seed, job.block
+    start, stop, record, value_path, batch_size = (job.start, job.stop, job.record,
+                                                   job.value_path, job.batch_size)
     if where is not None:
         where[0] = where[1] = where[2] = -1
-    config = ChickenFootConfig.from_dict(config_dict)
     n = config.num_players
     owners = lineup(len(items), n)
     if batch_size is not None:  # every policy batchable: many games at once (`batched`)
@@ -330,7 +348,7 @@ def _unique_labels(items: Sequence[PolicyItem]) -> list[str]:
     return labels
 
 
-def _run_blocks(jobs: list[tuple], workers: int) -> Iterator[list[dict]]:
+def _run_blocks(jobs: list[BlockJob], workers: int) -> Iterator[list[dict]]:
     """The results of `jobs`, in order: played here, or by `workers` worker processes."""
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
@@ -359,212 +377,63 @@ class WorkerDiedError(RuntimeError):
         self.seat, self.label, self.exitcode = seat, label, exitcode
 
 
-class _RemoteTraceback(Exception):
-    """The traceback of an exception raised in a worker process (its `__cause__` here)."""
-
-    def __str__(self) -> str:
-        return self.args[0]
+# A worker's shared slot (its `WorkerPool` memory): the deal, rotation and seat being asked
+# (int64 each; -1: none), so that the parent can say what a worker that died was doing.
+_SLOT = struct.Struct("3q")
 
 
-_SLOT = 3  # a worker's shared slot: deal, rotation, seat being asked (int64 each; -1: none)
-
-
-def _slot_memory() -> int | None:
-    """A file descriptor of a worker's slot (`training.processes.anonymous_memory`: no path
-    names it, the kernel frees it with its last user, whatever kills them); None where file
-    descriptors cannot be handed over a pipe."""
-    return anonymous_memory(8 * _SLOT) if reduction.HAVE_SEND_HANDLE else None
-
-
-def _map_slot(fd: int) -> tuple[mmap.mmap, memoryview]:
-    memory = mmap.mmap(fd, 8 * _SLOT)
-    os.close(fd)  # the mapping keeps the memory
-    view = memoryview(memory).cast("q")
-    view[0] = view[1] = view[2] = -1
-    return memory, view
-
-
-def _worker_main(conn, parent_pid: int, has_slot: bool) -> None:
-    """A worker: play each job received on `conn`, answer ("done", results) or ("failed",
-    exception, traceback text); stop on None or at the end of the pipe."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle
-    die_with_parent(parent_pid)
+def _serve_blocks(start: WorkerStart) -> Callable[[BlockJob], list[dict]]:
+    """An evaluation worker (`WorkerPool`'s `serve`): plays each block it is sent, keeping in
+    its slot what it is playing."""
     where = None
-    try:
-        if has_slot:
-            _memory, where = _map_slot(receive_fd(conn))
-        while True:
-            job = conn.recv()
-            if job is None:
-                return
-            try:
-                message = ("done", _play_block(job, where))
-            except BaseException as err:  # every failure goes back to the parent, which raises it
-                if not isinstance(err, Exception):  # not from a policy (the arena wraps those)
-                    err = RuntimeError(f"{describe_exception(err)} in an evaluation worker")
-                message = ("failed", err, traceback.format_exc())
-            try:
-                conn.send(message)
-            except (pickle.PicklingError, TypeError, AttributeError) as err:  # unpicklable
-                text = f"{describe_exception(message[1])} (not picklable: {err})"
-                conn.send(("failed", RuntimeError(text), message[2]))
-    except (EOFError, OSError):  # the parent went away
-        return
+    if start.memory is not None:
+        where = memoryview(start.memory).cast("q")
+        where[0] = where[1] = where[2] = -1
+    return functools.partial(_play_block, where=where)
 
 
-class _Worker:
-    """The parent's side of one worker process: its pipe, its slot, the jobs it was sent."""
-
-    def __init__(self, context, index: int):
-        self.conn, child = context.Pipe(duplex=True)
-        self.memory, self.where = None, None
-        self.jobs: collections.deque[int] = collections.deque()  # sent, not answered: in order
-        self.process = None
-        fd = _slot_memory()
-        try:
-            process = context.Process(target=_worker_main, name=f"evaluate-worker-{index}",
-                                      args=(child, os.getpid(), fd is not None), daemon=True)
-            try:
-                with _sigint_ignored():  # kept through exec: no KeyboardInterrupt while it starts
-                    process.start()
-            finally:
-                child.close()
-            self.process = process
-            if fd is not None:
-                self.memory, self.where = _map_slot(os.dup(fd))
-                send_fd(self.conn, fd, process.pid)
-        except BaseException:
-            if self.process is not None:
-                self.process.kill()
-                self.process.join()
-            self.close()
-            raise
-        finally:
-            if fd is not None:
-                os.close(fd)
-
-    def close(self) -> None:
-        if self.where is not None:
-            self.where.release()
-            self.memory.close()
-            self.where = None
-        self.conn.close()
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored meanwhile (main thread, with a handler Python can put back)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is None):
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _run_in_workers(jobs: list[tuple], workers: int) -> Iterator[list[dict]]:
-    # "spawn": safe with torch or threads in the parent, and the same on every platform.
-    context = multiprocessing.get_context("spawn")
-    pool: list[_Worker] = []
-    done: dict[int, list[dict]] = {}
-    todo = iter(range(len(jobs)))
+def _run_in_workers(jobs: list[BlockJob], workers: int) -> Iterator[list[dict]]:
     # Two jobs in flight per worker, so that none waits for the next one; one when a job is big
     # (factories carrying data), so that the parent never blocks sending to a worker that is
     # itself blocked sending its results.
     depth = 2 if len(pickle.dumps(jobs[0])) <= 32 * 1024 else 1
+    pool = WorkerPool("evaluate", workers, _serve_blocks, died=_died, memory_bytes=_SLOT.size,
+                      memory_label="chickenfoot-evaluate")
     clean = False
     try:
-        for index in range(workers):
-            pool.append(_Worker(context, index))
-        for _ in range(depth):
-            for worker in pool:
-                _give(worker, next(todo, None), jobs)
-        for wanted in range(len(jobs)):
-            while wanted not in done:
-                busy = [w for w in pool if w.jobs]
-                ready = connection.wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
-                for worker in busy:
-                    if worker.conn in ready or worker.process.sentinel in ready:
-                        _collect(worker, jobs, done)
-                        _give(worker, next(todo, None), jobs)
-            yield done.pop(wanted)
+        for index in range(workers):  # -1: nothing yet (the worker writes the same at its start)
+            if pool.memory(index) is not None:
+                _SLOT.pack_into(pool.memory(index), 0, -1, -1, -1)
+        yield from pool.imap(jobs, depth)
         clean = True
     finally:
-        _stop(pool, clean)
+        pool.close(graceful=clean)
 
 
-def _give(worker: _Worker, job: int | None, jobs: list[tuple]) -> None:
-    if job is not None:
-        worker.jobs.append(job)
-        with contextlib.suppress(OSError):  # it died: its sentinel says so next
-            worker.conn.send(jobs[job])
-
-
-def _collect(worker: _Worker, jobs: list[tuple], done: dict[int, list[dict]]) -> None:
-    """Take a worker's answer: its results, or raise what it sent, or `WorkerDiedError`."""
-    try:
-        message = worker.conn.recv() if worker.conn.poll() else None
-    except (EOFError, OSError):  # it died while answering
-        message = None
-    except Exception as err:  # an exception of the worker's that cannot be rebuilt here
-        raise RuntimeError(f"cannot read what evaluation worker process {worker.process.pid} "
-                           f"sent: {describe_exception(err)}") from err
-    if message is None:  # the sentinel fired with no answer: the process is gone
-        raise _died(worker, jobs[worker.jobs[0]])
-    if message[0] == "done":
-        done[worker.jobs.popleft()] = message[1]
-        return
-    err, text = message[1], message[2]
-    err.__cause__ = _RemoteTraceback(f"\n\n(in worker process {worker.process.pid})\n{text}")
-    raise err
-
-
-def _died(worker: _Worker, job: tuple) -> WorkerDiedError:
-    worker.process.join(5)
-    items, config_dict, _, _, start, stop, *_ = job
-    deal, rotation, seat = (-1, -1, -1) if worker.where is None else tuple(worker.where)
-    code = worker.process.exitcode
-    how = describe_exit(code)
-    playing = f"deals {start}..{stop - 1}"
+def _died(worker: WorkerExit) -> WorkerDiedError:
+    """The error of an evaluation worker that died (`WorkerPool`'s `died`): its job's deals,
+    and from its slot the deal, rotation and policy it was playing."""
+    job: BlockJob = worker.job
+    deal, rotation, seat = (-1, -1, -1) if worker.memory is None else _SLOT.unpack_from(worker.memory)
+    playing = f"deals {job.start}..{job.stop - 1}"
     label = None
-    if job[8] is not None:  # batched: many games at once, none of them "the" game
+    if job.batch_size is not None:  # batched: many games at once, none of them "the" game
         where = "while playing them batched"
     elif deal < 0:
         where = "outside any game"
     elif seat < 0:
         where = f"during deal {deal}, rotation {rotation}, outside any policy call"
     else:
-        n = ChickenFootConfig.from_dict(config_dict).num_players
-        owner = lineup(len(items), n)[rotation_seats(n, rotation)[seat]]
-        label = _unique_labels(items)[owner]
+        n = job.config.num_players
+        owner = lineup(len(job.items), n)[rotation_seats(n, rotation)[seat]]
+        label = _unique_labels(job.items)[owner]
         where = f"while policy {label!r} at seat {seat} was choosing (deal {deal}, rotation {rotation})"
     return WorkerDiedError(
-        f"evaluation worker process (pid {worker.process.pid}, {playing}) {how} {where}",
-        deals=(start, stop - 1), deal=None if deal < 0 else deal,
+        f"evaluation worker process (pid {worker.pid}, {playing}) {worker.how} {where}",
+        deals=(job.start, job.stop - 1), deal=None if deal < 0 else deal,
         rotation=None if deal < 0 else rotation, seat=None if seat < 0 else seat, label=label,
-        exitcode=code,
+        exitcode=worker.exitcode,
     )
-
-
-def _stop(pool: list[_Worker], clean: bool) -> None:
-    """End every worker: asked to stop after a clean run, else terminated; none is left."""
-    for worker in pool:
-        if clean:
-            with contextlib.suppress(OSError):
-                worker.conn.send(None)
-        elif worker.process.is_alive():
-            worker.process.terminate()
-    for worker in pool:
-        worker.close()  # the end of its pipe, too
-    deadline = time.monotonic() + 5
-    for worker in pool:
-        worker.process.join(max(0.0, deadline - time.monotonic()))
-        if worker.process.is_alive():  # a policy that catches SIGTERM
-            worker.process.kill()
-            worker.process.join()
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -761,8 +630,8 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
     size = CHUNK_DEALS if plan.batch else BLOCK_DEALS
     for block, start in enumerate(range(0, deals, size)):
         stop = min(start + size, deals)
-        jobs.append((items, cfg.to_dict(), seed, block, start, stop, plan.record is not None,
-                     plan.variance_reduction, plan.batch_size if plan.batch else None))
+        jobs.append(BlockJob(items, cfg, seed, block, start, stop, plan.record is not None,
+                             plan.variance_reduction, plan.batch_size if plan.batch else None))
 
     per_deal = {m: np.zeros((deals, len(items))) for m in METRICS}
     controls = np.zeros((deals, len(items)))  # each policy's draw correction per deal

@@ -27,9 +27,11 @@ Design, top to bottom as the code runs:
    With `workers >= 2` and no overlap, the workers collect in parallel and then wait for the
    update. Each worker owns `num_games / workers` games seeded from (seed, worker index), so a
    run is deterministic for a fixed `workers` and `overlap`; different values deal different
-   games (and `overlap` adds the lag), so their runs differ. A worker writes each rollout into
-   its own shared-memory block (`SharedRollout`, memory no path names) and sends only its
-   statistics through the pipe; a worker that dies raises `CollectorError` naming it.
+   games (and `overlap` adds the lag), so their runs differ. The collectors are a
+   `training.processes.WorkerPool` served typed jobs (`CollectJob`: the weights and new
+   snapshots); a worker writes each rollout into its pool block (`SharedRollout`, memory no
+   path names) and answers only its statistics; a worker that dies or fails raises
+   `CollectorError` naming it.
 5. **Precision** (`selfplay.update_dtype`): the update's matmuls in float32, or in bfloat16
    under `torch.autocast` ("auto": where the CPU multiplies bf16 in hardware); everything else
    (weights, Adam, losses, collection) is float32.
@@ -56,14 +58,9 @@ process layout's choices are in docs/speed/training.md (`python -m training.benc
 
 from __future__ import annotations
 
-import contextlib
 import mmap
-import multiprocessing as mp
-import os
-import signal
 import time
-import traceback
-from multiprocessing import connection as mp_connection
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -77,11 +74,10 @@ from training.artifacts.provenance import git_revision
 from training.config import TrainConfig, config_from_dict
 from training.processes import (
     CollectorError,
-    anonymous_memory,
-    describe_exit,
-    die_with_parent,
-    receive_fd,
-    send_fd,
+    WorkerExit,
+    WorkerFailure,
+    WorkerPool,
+    WorkerStart,
 )
 from training.schedule import Evaluations, Schedule
 from training.selfplay.collector import (
@@ -288,19 +284,21 @@ class SharedRollout:
     there and the trainer copies it out, instead of pickling ~22 MB through the pipe (~10 µs of
     CPU per decision on the two sides; a copy each side costs ~0.5).
 
-    The memory has no name (`training.processes.anonymous_memory`): the trainer creates it and
-    hands its descriptor to the worker, so a run killed whole leaves nothing in `/dev/shm`."""
+    The memory is the collector's `WorkerPool` block (`training.processes.anonymous_memory`: no
+    path names it), mapped by the trainer and the worker alike, so a run killed whole leaves
+    nothing in `/dev/shm`."""
 
-    def __init__(self, fields: dict[str, tuple[type, tuple]], fd: int | None = None):
-        sizes = {key: int(np.prod(shape)) * np.dtype(dtype).itemsize
-                 for key, (dtype, shape) in fields.items()}
-        total = sum(-(-size // 64) * 64 for size in sizes.values())  # 64-byte aligned arrays
-        self.fd = anonymous_memory(total) if fd is None else fd
-        self.memory = mmap.mmap(self.fd, total)
+    def __init__(self, fields: dict[str, tuple[type, tuple]], memory: mmap.mmap):
         self.arrays, offset = {}, 0
         for key, (dtype, shape) in fields.items():
-            self.arrays[key] = np.ndarray(shape, dtype, buffer=self.memory, offset=offset)
-            offset += -(-sizes[key] // 64) * 64
+            self.arrays[key] = np.ndarray(shape, dtype, buffer=memory, offset=offset)
+            offset += _aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+
+    @staticmethod
+    def size(fields: dict[str, tuple[type, tuple]]) -> int:
+        """The bytes of memory the arrays of `fields` take (64-byte aligned arrays)."""
+        return sum(_aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+                   for dtype, shape in fields.values())
 
     def write(self, roll: Rollout) -> None:
         for key, array in self.arrays.items():
@@ -308,8 +306,10 @@ class SharedRollout:
 
     def close(self) -> None:
         self.arrays = {}  # no view may outlive the mapping
-        self.memory.close()
-        os.close(self.fd)
+
+
+def _aligned(size: int) -> int:
+    return -(-size // 64) * 64
 
 
 def _rollout_fields(config: TrainConfig, games: int) -> dict[str, tuple[type, tuple]]:
@@ -319,110 +319,111 @@ def _rollout_fields(config: TrainConfig, games: int) -> dict[str, tuple[type, tu
     return rollout_fields(config.selfplay.rollout_steps * games, width, rules.num_actions)
 
 
-def _worker_main(conn, config_dict: dict, seed: int, games: int, snapshots: list[str],
-                 worker: int, parent_pid: int) -> None:
-    """A collector process: receives its shared block, then weights (and new snapshots); writes
-    each rollout into the block and sends back its statistics. A failure is sent back as
-    ("error", traceback) for the trainer to report."""
-    die_with_parent(parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it saves, then stops us
-    try:
-        torch.set_num_threads(1)
-        config = config_from_dict(config_dict)
-        shared = SharedRollout(_rollout_fields(config, games), fd=receive_fd(conn))
-        actor, critic = build_networks(config)
-        collector = Collector(config.rules(), games, seed=worker_seed(seed, worker),
-                              snapshots=list(snapshots), **collector_kwargs(config))
-        while True:
-            message = conn.recv()
-            if message is None:
-                break
-            actor_state, critic_state, new_snapshots = message
-            actor.load_state_dict({k: torch.from_numpy(v) for k, v in actor_state.items()})
-            critic.load_state_dict({k: torch.from_numpy(v) for k, v in critic_state.items()})
-            for path in new_snapshots:
-                collector.add_snapshot(path)
-            roll = collector.collect(actor, critic, config.selfplay.rollout_steps)
-            roll, stats = _finish(collector, roll, config)
-            shared.write(roll)
-            conn.send(stats)
-    except (EOFError, BrokenPipeError):
-        return  # the trainer is gone
-    except BaseException:  # noqa: BLE001 — reported to the trainer, which raises it
-        with contextlib.suppress(OSError):
-            conn.send(("error", traceback.format_exc()))
-        raise SystemExit(1) from None
-    shared.close()
-    conn.close()
+@dataclass(frozen=True)
+class CollectorSetup:
+    """What every collector process starts from: the run's config (`TrainConfig.to_dict()`),
+    the seed its own is drawn from (`worker_seed(seed, index)`), its number of games and the
+    opponent pool's snapshots."""
+
+    config: dict
+    seed: int
+    games: int
+    snapshots: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CollectJob:
+    """One rollout to collect: the actor's and critic's weights (numpy state dicts) and the
+    snapshots added to the opponent pool since the last job. Its result is the rollout's
+    statistics (`_finish`); the rollout itself is written into the worker's `SharedRollout`."""
+
+    actor: dict[str, np.ndarray]
+    critic: dict[str, np.ndarray]
+    new_snapshots: tuple[str, ...] = ()
+
+
+def _serve_collector(start: WorkerStart):
+    """A collector process (`WorkerPool`'s `serve`): builds its collector and networks, and
+    returns the handler of each `CollectJob`, which writes the rollout into the worker's block
+    of shared memory and answers its statistics."""
+    torch.set_num_threads(1)
+    setup: CollectorSetup = start.setup
+    config = config_from_dict(setup.config)
+    shared = SharedRollout(_rollout_fields(config, setup.games), start.memory)
+    actor, critic = build_networks(config)
+    collector = Collector(config.rules(), setup.games, seed=worker_seed(setup.seed, start.index),
+                          snapshots=list(setup.snapshots), **collector_kwargs(config))
+
+    def collect(job: CollectJob) -> dict:
+        actor.load_state_dict({k: torch.from_numpy(v) for k, v in job.actor.items()})
+        critic.load_state_dict({k: torch.from_numpy(v) for k, v in job.critic.items()})
+        for path in job.new_snapshots:
+            collector.add_snapshot(path)
+        roll, stats = _finish(collector, collector.collect(actor, critic,
+                                                           config.selfplay.rollout_steps), config)
+        shared.write(roll)
+        return stats
+
+    return collect
 
 
 def _numpy_state(module: nn.Module) -> dict:
     return {k: v.detach().numpy().copy() for k, v in module.state_dict().items()}
 
 
+def _collector_died(worker: WorkerExit) -> CollectorError:
+    return CollectorError(f"collector worker {worker.index} (pid {worker.pid}) {worker.how} "
+                          "during collection")
+
+
+def _collector_failed(failure: WorkerFailure) -> CollectorError:
+    return CollectorError(f"collector worker {failure.index} (pid {failure.pid}) failed:\n"
+                          f"{failure.traceback}")
+
+
 class ProcessCollection:
-    """`workers` collector processes; `start` sends the weights, `result` gathers the rollouts
-    (concatenated in worker order, chain links shifted). A worker that dies or fails raises
-    `CollectorError` naming it, within a second of its death."""
+    """`workers` collector processes (a `WorkerPool`); `start` sends the weights, `result`
+    gathers the rollouts (concatenated in worker order, chain links shifted). A worker that dies
+    or fails raises `CollectorError` naming it as soon as the trainer waits for it."""
 
     def __init__(self, config: TrainConfig, seed: int, snapshots: list[str]):
         self.config = config
         workers = config.selfplay.workers
         games = config.selfplay.num_games // workers
-        context = mp.get_context("spawn")  # no fork of a process holding torch threads
-        self.conns, self.procs, self.shared = [], [], []
+        fields = _rollout_fields(config, games)
+        self.shared: list[SharedRollout] = []
+        self.pool = WorkerPool("collector", workers, _serve_collector,
+                               CollectorSetup(config.to_dict(), seed, games, tuple(snapshots)),
+                               died=_collector_died, failed=_collector_failed,
+                               memory_bytes=SharedRollout.size(fields),
+                               memory_label="chickenfoot-rollout")
         try:
             for worker in range(workers):
-                shared = SharedRollout(_rollout_fields(config, games))
-                self.shared.append(shared)
-                parent, child = context.Pipe()
-                proc = context.Process(target=_worker_main, daemon=True,
-                                       args=(child, config.to_dict(), seed, games, list(snapshots),
-                                             worker, os.getpid()))
-                proc.start()
-                child.close()
-                self.conns.append(parent)
-                self.procs.append(proc)
-                send_fd(parent, shared.fd, proc.pid)
+                memory = self.pool.memory(worker)
+                if memory is None:
+                    raise CollectorError("collector processes need memory handed over a pipe "
+                                         "(SCM_RIGHTS), which this platform lacks; use "
+                                         "selfplay.workers=1 and selfplay.overlap=false")
+                self.shared.append(SharedRollout(fields, memory))
         except BaseException:
             self.close()
             raise
 
+    @property
+    def procs(self) -> list:
+        """The collector processes, in worker order."""
+        return self.pool.processes
+
     def start(self, actor, critic, new_snapshots: list[str]) -> None:
-        message = (_numpy_state(actor), _numpy_state(critic), list(new_snapshots))
-        for worker, conn in enumerate(self.conns):
-            try:
-                conn.send(message)
-            except OSError:
-                self._died(worker)
-
-    def _receive(self, worker: int):
-        conn, proc = self.conns[worker], self.procs[worker]
-        while True:
-            ready = mp_connection.wait([conn, proc.sentinel], timeout=1.0)
-            if conn in ready:
-                try:
-                    message = conn.recv()
-                except (EOFError, OSError):
-                    self._died(worker)
-                if isinstance(message, tuple) and message[:1] == ("error",):
-                    raise CollectorError(f"collector worker {worker} (pid {proc.pid}) failed:\n"
-                                         f"{message[1]}")
-                return message
-            if ready:
-                self._died(worker)
-
-    def _died(self, worker: int):
-        proc = self.procs[worker]
-        proc.join(timeout=1)
-        raise CollectorError(f"collector worker {worker} (pid {proc.pid}) "
-                             f"{describe_exit(proc.exitcode)} during collection")
+        job = CollectJob(_numpy_state(actor), _numpy_state(critic), tuple(new_snapshots))
+        for worker in range(len(self.pool)):
+            self.pool.submit(worker, job)
 
     def result(self) -> tuple[Rollout, dict]:
         merged, offset = {}, 0
         stats = {"wins": 0.0, "seats": 0, "rounds": 0}
         for worker, shared in enumerate(self.shared):
-            part_stats = self._receive(worker)  # the worker has written its block
+            part_stats = self.pool.receive(worker)  # the worker has written its block
             part = dict(shared.arrays)  # views: the np.concatenate below copies them out
             nxt = part["next"]
             part["next"] = np.where(nxt >= 0, nxt + offset, -1)
@@ -439,19 +440,10 @@ class ProcessCollection:
         return self.result()
 
     def close(self) -> None:
-        for conn in self.conns:
-            with contextlib.suppress(OSError):
-                conn.send(None)
-        for proc in self.procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=5)
-        for conn in self.conns:
-            conn.close()
         for shared in self.shared:
-            shared.close()
-        self.conns, self.procs, self.shared = [], [], []
+            shared.close()  # its views first: then the pool unmaps the memory
+        self.shared = []
+        self.pool.close()
 
 
 # ------------------------------------------------------------------------------- the trainer
