@@ -34,6 +34,7 @@ from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.kernel import KernelBatch, batch_random_actions, num_words
 from cf_env.core.observation import Encoder
+from cf_env.core.snapshot import read
 from cf_env.envs.batch import ChickenFootBatch
 from cf_env.envs.vector_env import ChickenFootVectorEnv
 from cf_env.tools.cli import HelpFormatter
@@ -79,6 +80,7 @@ class Fuzzer:
             "KernelBatch.observe": self.batch_observe,
             "KernelBatch.privileged": self.batch_privileged,
             "KernelBatch.load": self.batch_load,
+            "KernelBatch.load_position": self.batch_load_position,
             "batch_random_actions": self.random_actions,
             "play_round": self.play_round,
             "ChickenFootBatch.step": self.driver_step,
@@ -258,6 +260,12 @@ class Fuzzer:
         game = self.maybe(int(self.rng.integers(4)))
         source = engine if self.rng.random() < 0.8 else self.pick()[1]
         return [batch], lambda: batch.load(game, source)
+
+    def batch_load_position(self):
+        cfg, engine, batch, _, snap = self.pick()
+        game = self.maybe(int(self.rng.integers(4)))
+        position = self.maybe(read(cfg, engine.tables, snap))
+        return [batch], lambda: batch.load_position(game, position)
 
     def random_actions(self):
         _, _, batch, _, _ = self.pick()

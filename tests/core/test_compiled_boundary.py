@@ -298,3 +298,34 @@ def test_the_boundary_fuzzer_finds_no_fault_and_no_signal():
                            "--seed", "11"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3,000 calls" in done.stdout and ": 0 faults" in done.stdout
+
+
+def test_a_position_loaded_into_a_batch_slot_plays_as_the_restored_engine():
+    """`KernelBatch.load_position` and `Engine.restore` write a position through the same
+    `write_position`; a slot that held another game keeps nothing of it."""
+    from cf_env.core.kernel import words_to_int
+    from cf_env.core.snapshot import read
+
+    source = engine_after_rounds(1, seed=9)
+    for _ in range(7):
+        source.step(source.legal_actions()[0])
+    snap = source.snapshot()
+    engine = Engine(CFG)
+    engine.restore(snap)
+    batch = KernelBatch(CFG, 3)
+    batch.reset([4, 5, 6])
+    for _ in range(30):  # slot 1 deep into another game first
+        batch.step_games([1], [batch_random_actions(batch.legal(), np.zeros(3))[1]])
+    batch.load_position(1, read(CFG, engine.tables, snap))
+    for name, field in zip(batch.state._fields, batch.state, strict=True):
+        if name not in ("next_perm", "need_perm"):  # the batch's shuffle queue is its own
+            assert np.array_equal(field[1], getattr(engine.game.state, name)[0]), name
+    for _ in range(200):
+        if engine.game_over:
+            break
+        assert words_to_int(batch.legal()[1]) == engine.legal_bits()
+        action = engine.legal_actions()[-1]
+        engine.step(action)
+        batch.step_games([1], [action])
+    with pytest.raises(ValueError, match="position must be a Position of this config"):
+        batch.load_position(0, snap)
