@@ -24,7 +24,6 @@ compiled state, live for the engine's life (copy to keep one).
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -152,16 +151,16 @@ class Engine:
         self.between_rounds = False
         self.winners: list[int] = []
         self.history: list[tuple[int, int, int]] = []  # (round, seat, action), whole game
-        self._deal_from(None, kernel.one_new_game)
+        self._deal_from(None, kernel.OP_NEW_GAME)
         return self._settle([])
 
-    def _deal_from(self, order: list[int] | None, deal: Callable) -> None:
+    def _deal_from(self, order: list[int] | None, deal: int) -> None:
         """Shuffle (R3/R4: the RNG, unless an external source of chance gave the order) and deal
-        a round with `deal` (a `kernel.one_*` dealing entry point): the layout starts afresh."""
+        a round by `deal` (`kernel.OP_NEW_GAME`, `OP_DEAL_AGAIN` or `OP_DEAL_NEXT`)."""
         perm = self.rng.permutation(self._num_tiles) if order is None else np.array(order)
         self._st.boneyard[0] = perm
         self.deal_order = tuple(perm.tolist())
-        deal(self.game.buffer, self.game.table_buffer)
+        kernel.one_game(self.game.buffer, self.game.table_buffer, deal, 0)
         self._synthetic_arms = False  # the layout is real (see `restore` without arms)
         self._legal = None
 
@@ -191,7 +190,7 @@ class Engine:
                 "be dealt again only before its first decision"
             )
         tiles = self._deal_order(order, "deal_round")
-        self._deal_from(tiles, _deal_again)
+        self._deal_from(tiles, kernel.OP_DEAL_AGAIN)
         return self._settle([])
 
     def deal_next(self, order: Sequence[int] | None = None) -> list[list[int]]:
@@ -205,7 +204,7 @@ class Engine:
             raise ValueError(f"deal_next: not between rounds ({where})")
         tiles = None if order is None else self._deal_order(order, "deal_next")
         self.between_rounds = False
-        self._deal_from(tiles, _deal_next_round)
+        self._deal_from(tiles, kernel.OP_DEAL_NEXT)
         return self._settle([])
 
     def _deal_order(self, order: Sequence[int], what: str) -> list[int]:
@@ -350,7 +349,7 @@ class Engine:
     def _apply(self, action: int) -> list[list[int]]:
         """Apply a legal action: the compiled rules (R8–R11), then the layout (in the phase of
         play the move was made in), then the round's end."""
-        code = kernel.one_step(self.game.buffer, self.game.table_buffer, action)
+        code = kernel.one_game(self.game.buffer, self.game.table_buffer, kernel.OP_STEP, action)
         self.history.append((code >> 10, code >> 4 & 63, action))
         self._legal = None
         return [self._end_round()] if code & 1 else []
@@ -405,7 +404,7 @@ class Engine:
         if self.game_over:
             self.winners = np.flatnonzero(self._st.winners[0]).tolist()
         elif self.auto_deal:
-            self._deal_from(None, _deal_next_round)
+            self._deal_from(None, kernel.OP_DEAL_NEXT)
         else:
             self.between_rounds = True
         return points
@@ -522,7 +521,7 @@ class Engine:
         for seat, row in enumerate(rows):
             board[seat * count : (seat + 1) * count] = row
         self._st.boneyard[0, self._st.bone_pos[0] :] = boneyard
-        kernel.one_sync(self.game.buffer, self.game.table_buffer)
+        kernel.one_game(self.game.buffer, self.game.table_buffer, kernel.OP_SYNC, 0)
         self._legal = None
 
     # ------------------------------------------------------------------ snapshot / restore
@@ -543,7 +542,7 @@ class Engine:
         game = kernel.GameBuffer(self.config)
         try:
             kernel.write_position(game.state, 0, p)
-            kernel.one_sync(game.buffer, game.table_buffer)
+            kernel.one_game(game.buffer, game.table_buffer, kernel.OP_SYNC, 0)
         except (OverflowError, ValueError, IndexError) as err:  # read() bounds every value
             raise SnapshotError(f"invalid snapshot: {err}") from err
         self._bind(game)
@@ -560,11 +559,6 @@ def _scalar(index: int) -> property:
 
 for _name in _SCALARS:
     setattr(Engine, _name, _scalar(kernel.KernelState._fields.index(_name)))
-
-
-# The two deals of `_deal_from` besides a new game's: the current round again, the next round.
-_deal_again = functools.partial(kernel.one_deal, following=False)
-_deal_next_round = functools.partial(kernel.one_deal, following=True)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -260,7 +260,7 @@ def kernel_tables(config: ChickenFootConfig, deal_at_end: bool = True) -> Kernel
     """The config's constants and per-set tables as arrays for the compiled code. With
     `deal_at_end` a round's end deals the next round at once from `next_perm` (the batches);
     without, the game stops after the round's scoring, `need_perm` raised, until the wrapper
-    deals it (`one_deal`: the single-game `Engine`, which may stop between rounds)."""
+    deals it (`one_game`'s deals: the single-game `Engine`, which may stop between rounds)."""
     tables = tile_tables(config.max_pips)
     width = num_words(config)
     params = np.zeros(NUM_PARAMS, dtype=np.int64)
@@ -419,7 +419,7 @@ def _set_bit(out, i, action):
     out[i, action >> 6] |= ONE << np.uint64(action & 63)
 
 
-# The phases of play (`play_phase`), also what `one_step` and `placement_into` report.
+# The phases of play (`play_phase`), also what `one_game` (OP_STEP) and `placement_into` report.
 PHASE_R6, PHASE_R7, PHASE_R9 = 0, 1, 2
 
 
@@ -764,7 +764,7 @@ def _set_winners(st, tb, i):
 def _end_round(st, tb, i):
     """R12: score the hands; then the game ends (R4's last round, or a total past the target),
     or need_perm asks the wrapper for a permutation: with P_DEAL the next round is dealt at
-    once from next_perm (R4), else the game waits for `one_deal`."""
+    once from next_perm (R4), else the game waits for a deal (`one_game`)."""
     n = tb.params[P_PLAYERS]
     top = -1
     for seat in range(n):
@@ -1144,7 +1144,7 @@ def batch_privileged(st, tb, pv, seats, out):
 def write_position(st: KernelState, i: int, p: Position) -> None:
     """Make game i of `st` the validated position `p` (`cf_env.core.snapshot.read`): every field
     of the game, the R13 aggregates from the per-round scores, the layout from the arms; then
-    `sync_game` (or `one_sync`) rebuilds what follows from the hands and the open ends. The one
+    `sync_game` (or `one_game`'s OP_SYNC) rebuilds what follows from the hands and the open ends. The one
     writer of a position: `Engine.restore` and `KernelBatch.load_position` use it."""
     for array in st:  # nothing of the slot's old game stays
         array[i] = 0
@@ -1432,7 +1432,7 @@ class GameBuffer:
     __slots__ = ("buffer", "legal_words", "observation_size", "state", "table_buffer", "tables")
 
     def __init__(self, config: ChickenFootConfig, copy_of: GameBuffer | None = None):
-        """A game not yet dealt (deal it with `one_new_game`), or a copy of `copy_of`'s."""
+        """A game not yet dealt (deal it with `one_game`'s OP_NEW_GAME), or a copy of `copy_of`'s."""
         self.table_buffer, self.tables, template, specs, self.observation_size = (
             _game_layout(config))
         self.buffer = (template if copy_of is None else copy_of.buffer).copy()
@@ -1573,47 +1573,49 @@ def _unpack(sb, tbuf):
     return st, tb, _u64(sb, _S_LEGAL, w).reshape((1, w))
 
 
-@jit
-def one_new_game(sb, tbuf):
-    """A new game, round 0 dealt from the state's boneyard (the round's permutation)."""
-    st, tb, legal = _unpack(sb, tbuf)
-    _new_game(st, tb, 0)
-    st.need_perm[0] = False
-    legal_into(st, tb, 0, legal)
+# What `one_game` does to the engine's game (its `op`): one compiled entry point for the four,
+# so that the packed state's views and the rules they call are compiled once, not four times.
+OP_NEW_GAME, OP_DEAL_AGAIN, OP_DEAL_NEXT, OP_STEP, OP_SYNC = range(5)
 
 
 @jit
-def one_deal(sb, tbuf, following):
-    """Deal from the state's boneyard: the next round (R4) when `following`, else the current
-    round again (an external deal before the round's first decision)."""
+def one_game(sb, tbuf, op, action):
+    """The engine's game (`GameBuffer`), then its legal words:
+    OP_NEW_GAME: a new game, round 0 dealt from the state's boneyard (the round's permutation);
+    OP_DEAL_AGAIN / OP_DEAL_NEXT: deal the current round again (an external deal before its
+    first decision) or the next round (R4) from the state's boneyard;
+    OP_SYNC: `sync_game` after the hands or open ends were written from outside;
+    OP_STEP: apply `action` if it is legal. Returns -1 when it is not (nothing changed), else
+    a code for the engine's records: bit 0 the move ended a round (the game is then over, or
+    waits for a deal); bits 1-2 the phase of play it was made in (PHASE_*, `play_phase`);
+    bit 3 it filled the pending foot (R10); bits 4-9 the seat that moved; the bits from 10 the
+    round it was made in. The other ops return 0."""
     st, tb, legal = _unpack(sb, tbuf)
-    if following:
-        next_round(st, tb, 0)
+    code = 0
+    if op == OP_STEP:
+        if not is_legal(st, tb, 0, action):
+            return -1
+        phase = play_phase(st, 0)
+        code = (st.round[0] << 10) | (st.current[0] << 4) | (phase << 1)
+        st.round_ended[0] = False
+        apply_action(st, tb, 0, action)
+        if phase == PHASE_R9 and st.foot_value[0] < 0:
+            code |= 8
+        if st.round_ended[0]:
+            code |= 1
+    elif op == OP_SYNC:
+        sync_game(st, tb, 0)
     else:
-        _start_round(st, tb, 0)
-    st.round_ended[0] = False
-    st.need_perm[0] = False
+        if op == OP_NEW_GAME:
+            _new_game(st, tb, 0)
+        elif op == OP_DEAL_NEXT:
+            next_round(st, tb, 0)
+        else:
+            _start_round(st, tb, 0)
+        st.round_ended[0] = False
+        st.need_perm[0] = False
     legal_into(st, tb, 0, legal)
-
-
-@jit
-def one_step(sb, tbuf, action):
-    """Apply `action` if it is legal. Returns -1 when it is not (nothing changed), else a code
-    for the wrapper's records: bit 0 the move ended a round (the game is then over, or waits
-    for `one_deal`); bits 1-2 the phase of play it was made in (PHASE_*: R6, R7 or R9, as
-    `_attach_word` decides); bit 3 it filled the pending foot (R10); bits 4-9 the seat that
-    moved; the bits from 10 the round it was made in."""
-    st, tb, legal = _unpack(sb, tbuf)
-    if not is_legal(st, tb, 0, action):
-        return -1
-    phase = play_phase(st, 0)
-    code = (st.round[0] << 10) | (st.current[0] << 4) | (phase << 1)
-    st.round_ended[0] = False
-    apply_action(st, tb, 0, action)
-    legal_into(st, tb, 0, legal)
-    if phase == PHASE_R9 and st.foot_value[0] < 0:
-        code |= 8
-    return code | (1 if st.round_ended[0] else 0)
+    return code
 
 
 @jit
@@ -1661,14 +1663,6 @@ def sync_game(st, tb, i):
         if st.open_count[i, value] > 0:
             for k in range(st.open_attach.shape[1]):
                 st.open_attach[i, k] |= tb.attach_bits[value, k]
-
-
-@jit
-def one_sync(sb, tbuf):
-    """`sync_game` for the game, then its legal words."""
-    st, tb, legal = _unpack(sb, tbuf)
-    sync_game(st, tb, 0)
-    legal_into(st, tb, 0, legal)
 
 
 @jit

@@ -50,11 +50,11 @@ def _engine() -> None:
     from cf_env.core.engine import Engine
     from cf_env.core.observation import Encoder
 
-    engine = Engine(seed=0, auto_deal=False)  # one_new_game, one_step, one_deal, one_observe
+    engine = Engine(seed=0, auto_deal=False)  # one_game, one_observe
     Encoder(engine.config).observe(engine, 0)
     engine.playable_values()  # one_playable
     engine.placement(37)  # one_placement (seed 0 deals seat 1 the 9|1: action 37 is legal)
-    engine.restore(engine.snapshot())  # one_sync
+    engine.restore(engine.snapshot())
     while not engine.between_rounds:
         engine.step(engine.legal_actions()[0])
     engine.deal_next()

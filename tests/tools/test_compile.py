@@ -18,7 +18,7 @@ from cf_env.envs import batch
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = [kernel.batch_step, kernel.batch_legal, kernel.batch_observe,
                 kernel.batch_privileged, kernel.games_step, kernel.batch_reset,
-                kernel.one_new_game, kernel.one_deal, kernel.one_step, kernel.one_sync,
+                kernel.one_game,
                 kernel.one_observe, kernel.one_placement, kernel.one_playable,
                 kernel_bots.batch_advance, kernel_search.search,
                 batch._deal_next_rounds]
