@@ -25,56 +25,10 @@ permutation. The wrapper draws a game's shuffles `num_rounds` at a time, with on
 as many `rng.permutation(T)` calls draw (row by row, the same shuffle), at a third of the cost.
 The compiled code itself holds no RNG and no Python object.
 
-State layout (`KernelState`, batch dimension first; N games, P seats, T tiles, V = max_pips + 1
-values, W = ceil((2T + 2) / 64) words; bit a of a row of words is action id a)
----------------------------------------------------------------------------------------------
-==============  ==========  =======  =====================================================
-field           shape       dtype    meaning
-==============  ==========  =======  =====================================================
-hands           (N, P, W)   uint64   each seat's hand as action bits (tile t sets 2t and, when
-                                     t is not a double, 2t + 1: `TileTables.tile_bits`)
-hand_count      (N, P)      int32    tiles in each hand
-hand_points     (N, P)      int32    R12 points in each hand (double-blank per config)
-open_count      (N, V)      int32    open arm tips of each value (R6)
-open_attach     (N, W)      uint64   OR of attach_bits[v] over the values with open_count > 0
-spinner_empty   (N,)        int32    empty arms of the centre double (R7)
-center          (N,)        int32    value of the round's centre double (R4, R5 lower_double)
-foot_value      (N,)        int32    value of the pending chicken foot, -1 if none (R9)
-toes_left       (N,)        int32    toes still owed to the pending foot (R9)
-boneyard        (N, T)      int32    the round's permutation; the boneyard is
-                                     boneyard[i, bone_pos[i]:], drawn from the front
-bone_pos        (N,)        int32    index of the next tile drawn; boneyard size T - bone_pos
-drawn_tile      (N,)        int32    tile just drawn by the seat to move (R8), -1 if none
-current         (N,)        int32    seat to move
-start_seat      (N,)        int32    seat that placed the round's start double (R5)
-round           (N,)        int32    place in the countdown of doubles (R4; restarts with target)
-rounds_played   (N,)        int32    rounds finished in this game
-round_points    (N, P)      int32    points of the last finished round (R12)
-round_ended     (N,)        bool     a round ended during the last batch_step
-totals          (N, P)      int64    sum of the round points (R13)
-zero_rounds     (N, P)      int32    rounds scored 0 (R13 tie-break)
-min_nonzero     (N, P)      int64    lowest non-zero round score, NO_ROUND (2**62) if none
-game_over       (N,)        bool     the game has ended (R4 / target_score)
-winners         (N, P)      bool     R13 winners once game_over
-next_perm       (N, T)      int32    the permutation the next round is dealt from
-need_perm       (N,)        bool     next_perm was used: the wrapper must draw a new one
-on_table        (N, T)      bool     tiles on the table this round, start double included
-played          (N, P, T)   bool     tiles each seat placed this round
-voids           (N, P, V)   bool     values each seat showed it lacks this round: a DRAW
-                                     first clears the seat's row, then DRAW and a PASS not
-                                     after a draw mark the playable values
-held            (N, P, T)   bool     the hands as 0/1 boards (`hands` in another form)
-arm_count       (N,)        int32    arms laid this round (the layout: A = `max_arms`)
-arm_parent      (N, A)      int32    each arm's parent: -1 the centre double (R7), else the
-                                     arm that ends in the foot double it is a toe of (R9)
-arm_tip         (N, A)      int32    each arm's open value, -1 when closed by a double (R9)
-arm_len         (N, A)      int32    tiles on each arm
-foot_arm        (N,)        int32    the arm that ends in the pending foot's double, -1 if none
-tile_arm        (N, T)      int32    the arm each tile lies on, -1 (in a hand, the boneyard, or
-                                     the centre double)
-tile_pos        (N, T)      int32    a tile's place on its arm, 0 at the inner end
-tile_attached   (N, T)      int32    the value a tile was attached to (the arm's inner side)
-==============  ==========  =======  =====================================================
+State (`KernelState`, batch dimension first): the arrays listed in `STATE_FIELDS` below, each
+with its shape over N games, P seats, T tiles, V = max_pips + 1 values, W = ceil((2T + 2) / 64)
+words (bit a of a row of words is action id a) and A = `max_arms` arms; the docs site renders
+the same table (docs/architecture.md). `KernelState` and `new_state` are made from it.
 
 on_table, played and voids are read only by the observation (`batch_observe`), held only by
 the `Engine` (its `hands` board); the rules never read them. The layout (the arm_* and tile_*
@@ -195,44 +149,100 @@ class KernelTables(NamedTuple):
     params: np.ndarray
 
 
-class KernelState(NamedTuple):
-    hands: np.ndarray
-    hand_count: np.ndarray
-    hand_points: np.ndarray
-    open_count: np.ndarray
-    open_attach: np.ndarray
-    spinner_empty: np.ndarray
-    center: np.ndarray
-    foot_value: np.ndarray
-    toes_left: np.ndarray
-    boneyard: np.ndarray
-    bone_pos: np.ndarray
-    drawn_tile: np.ndarray
-    current: np.ndarray
-    start_seat: np.ndarray
-    round: np.ndarray
-    rounds_played: np.ndarray
-    round_points: np.ndarray
-    round_ended: np.ndarray
-    totals: np.ndarray
-    zero_rounds: np.ndarray
-    min_nonzero: np.ndarray
-    game_over: np.ndarray
-    winners: np.ndarray
-    next_perm: np.ndarray
-    need_perm: np.ndarray
-    on_table: np.ndarray
-    played: np.ndarray
-    voids: np.ndarray
-    held: np.ndarray
-    arm_count: np.ndarray
-    arm_parent: np.ndarray
-    arm_tip: np.ndarray
-    arm_len: np.ndarray
-    foot_arm: np.ndarray
-    tile_arm: np.ndarray
-    tile_pos: np.ndarray
-    tile_attached: np.ndarray
+class StateField(NamedTuple):
+    """One array of the compiled state: its name, its shape after the batch dimension (letters
+    of "PTVWA": seats, tiles, values, words, arms), its dtype, what a new game slot holds, and
+    what it means."""
+
+    name: str
+    dims: str
+    dtype: type
+    fill: int | bool
+    meaning: str
+
+
+STATE_FIELDS = (
+    StateField("hands", "PW", np.uint64, 0,
+               "each seat's hand as action bits (tile t sets 2t and, when t is not a double, 2t "
+               "+ 1: `TileTables.tile_bits`)"),
+    StateField("hand_count", "P", np.int32, 0,
+               "tiles in each hand"),
+    StateField("hand_points", "P", np.int32, 0,
+               "R12 points in each hand (double-blank per config)"),
+    StateField("open_count", "V", np.int32, 0,
+               "open arm tips of each value (R6)"),
+    StateField("open_attach", "W", np.uint64, 0,
+               "OR of attach_bits[v] over the values with open_count > 0"),
+    StateField("spinner_empty", "", np.int32, 0,
+               "empty arms of the centre double (R7)"),
+    StateField("center", "", np.int32, 0,
+               "value of the round's centre double (R4, R5 lower_double)"),
+    StateField("foot_value", "", np.int32, -1,
+               "value of the pending chicken foot, -1 if none (R9)"),
+    StateField("toes_left", "", np.int32, 0,
+               "toes still owed to the pending foot (R9)"),
+    StateField("boneyard", "T", np.int32, 0,
+               "the round's permutation; the boneyard is boneyard[i, bone_pos[i]:], drawn from "
+               "the front"),
+    StateField("bone_pos", "", np.int32, 0,
+               "index of the next tile drawn; boneyard size T - bone_pos"),
+    StateField("drawn_tile", "", np.int32, -1,
+               "tile just drawn by the seat to move (R8), -1 if none"),
+    StateField("current", "", np.int32, 0,
+               "seat to move"),
+    StateField("start_seat", "", np.int32, 0,
+               "seat that placed the round's start double (R5)"),
+    StateField("round", "", np.int32, 0,
+               "place in the countdown of doubles (R4; restarts with target)"),
+    StateField("rounds_played", "", np.int32, 0,
+               "rounds finished in this game"),
+    StateField("round_points", "P", np.int32, 0,
+               "points of the last finished round (R12)"),
+    StateField("round_ended", "", np.bool_, 0,
+               "a round ended during the last batch_step"),
+    StateField("totals", "P", np.int64, 0,
+               "sum of the round points (R13)"),
+    StateField("zero_rounds", "P", np.int32, 0,
+               "rounds scored 0 (R13 tie-break)"),
+    StateField("min_nonzero", "P", np.int64, NO_ROUND,
+               "lowest non-zero round score, NO_ROUND (2**62) if none"),
+    StateField("game_over", "", np.bool_, True,
+               "the game has ended (R4 / target_score)"),
+    StateField("winners", "P", np.bool_, 0,
+               "R13 winners once game_over"),
+    StateField("next_perm", "T", np.int32, 0,
+               "the permutation the next round is dealt from"),
+    StateField("need_perm", "", np.bool_, 0,
+               "next_perm was used: the wrapper must draw a new one"),
+    StateField("on_table", "T", np.bool_, 0,
+               "tiles on the table this round, start double included"),
+    StateField("played", "PT", np.bool_, 0,
+               "tiles each seat placed this round"),
+    StateField("voids", "PV", np.bool_, 0,
+               "values each seat showed it lacks this round: a DRAW first clears the seat's row, "
+               "then DRAW and a PASS not after a draw mark the playable values"),
+    StateField("held", "PT", np.bool_, 0,
+               "the hands as 0/1 boards (`hands` in another form)"),
+    StateField("arm_count", "", np.int32, 0,
+               "arms laid this round (the layout: A = `max_arms`)"),
+    StateField("arm_parent", "A", np.int32, -1,
+               "each arm's parent: -1 the centre double (R7), else the arm that ends in the foot "
+               "double it is a toe of (R9)"),
+    StateField("arm_tip", "A", np.int32, -1,
+               "each arm's open value, -1 when closed by a double (R9)"),
+    StateField("arm_len", "A", np.int32, 0,
+               "tiles on each arm"),
+    StateField("foot_arm", "", np.int32, -1,
+               "the arm that ends in the pending foot's double, -1 if none"),
+    StateField("tile_arm", "T", np.int32, -1,
+               "the arm each tile lies on, -1 (in a hand, the boneyard, or the centre double)"),
+    StateField("tile_pos", "T", np.int32, 0,
+               "a tile's place on its arm, 0 at the inner end"),
+    StateField("tile_attached", "T", np.int32, 0,
+               "the value a tile was attached to (the arm's inner side)"),
+)
+KernelState = NamedTuple("KernelState", [(f.name, np.ndarray) for f in STATE_FIELDS])
+KernelState.__doc__ = "The compiled state of N games: one array per `STATE_FIELDS` entry."
 
 
 def max_arms(config: ChickenFootConfig) -> int:
@@ -352,49 +362,11 @@ def priv_tables(config: ChickenFootConfig) -> PrivTables:
 
 
 def new_state(config: ChickenFootConfig, num_games: int) -> KernelState:
-    """Zeroed arrays for `num_games` games (deal them with `batch_reset`)."""
-    n, p, t, v, w = num_games, config.num_players, config.num_tiles, config.max_pips + 1, num_words(config)
-    a = max_arms(config)
-    i32, i64 = np.int32, np.int64
-    return KernelState(
-        hands=np.zeros((n, p, w), np.uint64),
-        hand_count=np.zeros((n, p), i32),
-        hand_points=np.zeros((n, p), i32),
-        open_count=np.zeros((n, v), i32),
-        open_attach=np.zeros((n, w), np.uint64),
-        spinner_empty=np.zeros(n, i32),
-        center=np.zeros(n, i32),
-        foot_value=np.full(n, -1, i32),
-        toes_left=np.zeros(n, i32),
-        boneyard=np.zeros((n, t), i32),
-        bone_pos=np.zeros(n, i32),
-        drawn_tile=np.full(n, -1, i32),
-        current=np.zeros(n, i32),
-        start_seat=np.zeros(n, i32),
-        round=np.zeros(n, i32),
-        rounds_played=np.zeros(n, i32),
-        round_points=np.zeros((n, p), i32),
-        round_ended=np.zeros(n, np.bool_),
-        totals=np.zeros((n, p), i64),
-        zero_rounds=np.zeros((n, p), i32),
-        min_nonzero=np.full((n, p), NO_ROUND, i64),
-        game_over=np.ones(n, np.bool_),
-        winners=np.zeros((n, p), np.bool_),
-        next_perm=np.zeros((n, t), i32),
-        need_perm=np.zeros(n, np.bool_),
-        on_table=np.zeros((n, t), np.bool_),
-        played=np.zeros((n, p, t), np.bool_),
-        voids=np.zeros((n, p, v), np.bool_),
-        held=np.zeros((n, p, t), np.bool_),
-        arm_count=np.zeros(n, i32),
-        arm_parent=np.full((n, a), -1, i32),
-        arm_tip=np.full((n, a), -1, i32),
-        arm_len=np.zeros((n, a), i32),
-        foot_arm=np.full(n, -1, i32),
-        tile_arm=np.full((n, t), -1, i32),
-        tile_pos=np.zeros((n, t), i32),
-        tile_attached=np.zeros((n, t), i32),
-    )
+    """`num_games` games' arrays as `STATE_FIELDS` declares them (deal them with `batch_reset`)."""
+    sizes = {"P": config.num_players, "T": config.num_tiles, "V": config.max_pips + 1,
+             "W": num_words(config), "A": max_arms(config)}
+    return KernelState(*(np.full((num_games, *(sizes[d] for d in f.dims)), f.fill, f.dtype)
+                         for f in STATE_FIELDS))
 
 
 def batch_bytes_per_game(config: ChickenFootConfig) -> int:

@@ -141,6 +141,20 @@ class ObservationTable(SphinxDirective):
         return _markdown_nodes(self, "\n".join(lines))
 
 
+class KernelStateTable(ObservationTable):
+    """The compiled state's arrays (`cf_env.core.kernel.STATE_FIELDS`), the table the code is
+    made from."""
+
+    def run(self) -> list[nodes.Node]:
+        import numpy as np
+
+        from cf_env.core.kernel import STATE_FIELDS
+
+        rows = [[f"`{f.name}`", "(" + ", ".join(["N", *f.dims]) + ("," if not f.dims else "") + ")",
+                 np.dtype(f.dtype).name, str(f.fill), f.meaning] for f in STATE_FIELDS]
+        return self._parse(_table_md(["field", "shape", "dtype", "new slot", "meaning"], rows))
+
+
 class ActionTable(ObservationTable):
     """The action ids, from the codec itself (`cf_env.core.actions.decode`)."""
 
@@ -263,6 +277,7 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("cf-observation-table", ObservationTable)
     app.add_directive("cf-action-table", ActionTable)
     app.add_directive("cf-env-summary", EnvSummary)
+    app.add_directive("cf-kernel-state", KernelStateTable)
     app.add_directive("cf-bibtex", BibTeX)
     app.connect("autodoc-process-docstring", process_docstring)
     app.connect("source-read", title_results_tables)
