@@ -68,11 +68,13 @@ error_model: no division-by-zero branch on the seat arithmetic). The compiled co
 nothing (every array comes in from the wrapper), so it runs without numba's reference counting:
 with it, each array taken out of the state NamedTuple inside the loops costs an atomic
 incref/decref pair, many times the work of the rules themselves. `_nrt` is a numba option
-without a public name (numba uses it for its own string kernels); a numba without it gets plain
-`njit`: the same results, several times slower; unpacking the arrays once at the top of the
-batch_* functions and passing them to the helpers is the public-API route to try then. The
-timings behind these choices: docs/search/results.md. One compilation serves every config: the types (dtypes and
-ranks of the arrays) do not depend on the config, only the shapes and `params` do.
+without a public name (numba uses it for its own string kernels), so pyproject.toml pins the
+numba range CI tested and a test fails if that range lacks it; a numba without it would get
+plain `njit`: the same results, several times slower (unpacking the arrays once at the top of
+the batch_* functions and passing them to the helpers is the public-API route to try then).
+The timings behind these choices: docs/search/results.md. One compilation serves every config:
+the types (dtypes and ranks of the arrays) do not depend on the config, only the shapes and
+`params` do.
 """
 
 from __future__ import annotations

@@ -445,3 +445,14 @@ def test_batch_random_actions_picks_each_legal_action_by_its_rank():
     out = np.empty(1, np.int64)
     batch_random_actions(np.zeros((1, legal.shape[1]), np.uint64), np.array([0.5]), out)
     assert out[0] == -1  # nothing legal: a finished game
+
+
+def test_the_pinned_numba_compiles_the_core_without_reference_counting():
+    """The core relies on numba's `_nrt=False` (no reference counting: several times faster
+    here, docs/search/results.md), an option without a public name; pyproject.toml pins the
+    numba range CI tested, and this fails, rather than the core silently slowing, if a numba in
+    that range lacks it."""
+    from cf_env.core import kernel
+
+    assert kernel._NO_NRT == {"_nrt": False}
+    assert kernel.batch_step.targetoptions.get("_nrt") is False
