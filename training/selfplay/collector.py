@@ -1,25 +1,32 @@
 """The self-play collector: many games stepped in one process, every learner decision of every
 game batched into one forward pass (`training.selfplay.learner` trains on what it collects).
 
-The games are one `cf_env.core.kernel.KernelBatch` (the compiled rules core). At a game's start
-every seat is, independently, an opponent with probability `selfplay.pool_share` (a bot or a
-frozen past learner, drawn with the `opponents.*` weights) or else a *learner seat*, played by the
-current policy; at least one seat per game is a learner seat, and the learner's seats differ from
-game to game, so seat effects average out. With `one_learner_seat` (`selfplay.one_learner_seat`)
-each game instead has exactly one learner seat, drawn uniformly, and every other seat is an
-opponent: a best response against a fixed pool (`training.selfplay.exploit`). The bots that have a compiled form (`random`,
-`greedy`, `heuristic`: `cf_env.agents.kernel_bots`) and every forced decision are played inside
-the compiled code (`batch_advance`); other opponents (snapshots through `NumpyPolicy`, any other
-spec) are asked with their `act(obs)`. So between two collector steps every game waits at a
-learner seat's real choice (two or more legal actions), and one step is: every game's
-observation, legal mask and (for the critic) privileged vector written by compiled code into
-the batch rows, ONE batched forward of the actor and the critic, a sample from each masked
-categorical (Gumbel-max with the collector's own seeded torch Generator: never a global RNG), one
-batched step, and the games advanced to their next learner decisions.
+The games are one `cf_env.envs.batch.ChickenFootBatch`, the driver the vector env
+(`cf_env.envs.vector_env`) runs on, so an episode of self-play is an episode of the vector env:
+the same deals, rules, bots, rewards, episode ends and re-deals (tests/training/
+test_selfplay_driver.py plays the same seeded episodes through both). The collector gives the
+batch a seat sampler (`_Seats`, drawing from each game's own seeder as the vector env's does): at
+a game's start every seat is, independently, an opponent with probability `selfplay.pool_share`
+(a bot or a frozen past learner, drawn with the `opponents.*` weights) or else a *learner seat*,
+played by the current policy; at least one seat per game is a learner seat, and the learner's
+seats differ from game to game, so seat effects average out. With `one_learner_seat`
+(`selfplay.one_learner_seat`) each game instead has exactly one learner seat, drawn uniformly,
+and every other seat is an opponent, drawn in the vector env's order: a best response against a
+fixed pool (`training.selfplay.exploit`). The bots that have a compiled form (`random`, `greedy`,
+`heuristic`: `cf_env.agents.kernel_bots`) and every forced decision are played inside the
+compiled code; networks (a `ppo:` spec, a pool snapshot) are the batch's *policy seats*: one
+`NetworkSeat` per network, asked once per turn of the batch's loop for every game whose seat to
+move it holds, i.e. ONE `NumpyPolicy.logits` pass over a (k, D) batch; any other spec is an
+`ActSeat` asked with its `act(obs)`. So between two collector steps every game waits at a learner
+seat's real choice (two or more legal actions), and one step is: the batch's observations, masks
+and (for the critic) privileged rows copied into the rollout, ONE batched forward of the actor and
+the critic, a sample from each masked categorical (Gumbel-max with the collector's own seeded
+torch Generator: never a global RNG), and one `ChickenFootBatch.step`, which plays every game to
+its next learner decision.
 
-The compiled bots choose what the Python bots choose, ties broken on a per-game splitmix64
-stream (`_Game.bot_seed`) instead of each bot's numpy Generator; tests/training/test_selfplay.py
-replays collected games through the AEC env with the bots' Python twins on that stream.
+The compiled bots choose what the Python bots choose, ties broken on a per-game splitmix64 stream
+seeded with the game's engine seed (`ChickenFootBatch.game_seeds`); tests/training/
+test_selfplay.py replays collected games through the AEC env with the bots' Python twins on it.
 
 A *learner decision* is one such transition: forced decisions are never recorded (as in the
 SB3 path, `env.learner_skip_forced`). `num_games x rollout_steps` of them make a rollout.
@@ -27,14 +34,16 @@ SB3 path, `env.learner_skip_forced`). `num_games x rollout_steps` of them make a
 Trajectories (`Rollout`): a flat buffer of transitions (state = observation + privileged
 vector, mask, action, log-probability, value, reward, done) where `next[i]` links each
 transition to the next one of the same (game, seat) chain, -1 at the chain's end within this
-rollout. Rewards arrive at round ends (`cf_env.core.rewards.round_rewards`, plus the optional
-zero-sum `win_bonus`) and are added to the last transition of each learner seat's chain in that
-game; with `env.episode: round` (the default) the chain's episode ends there (`done`), with
-`"game"` at the game's end. A chain still open when the rollout ends is *bootstrapped* with the
-critic's value of that seat's current view (its observation and privileged vector now): the
-simplest exact choice (nothing carries over between rollouts, so every rollout is a complete
-dataset), at the cost of one extra batched critic pass per seat per rollout. GAE (`compute_gae`) is one
-reverse pass over the buffer following the links (`next[i] > i` always).
+rollout. Rewards arrive at round ends (the batch's: `cf_env.core.rewards`, plus the optional zero-sum
+`win_bonus`) and are added to the last transition of each learner seat's chain in that game; with
+`env.episode: round` (the default) the chain's episode ends there (`done`), with `"game"` at the
+game's end. A round that ends before any learner decision of the next episode is paid to nobody,
+as in the vector env; the statistics (`wins`, `rounds`) count the paid rounds. A chain still open
+when the rollout ends is *bootstrapped* with the critic's value of that seat's current view (its
+observation and privileged vector now): the simplest exact choice (nothing carries over between
+rollouts, so every rollout is a complete dataset), at the cost of one extra batched critic pass
+per seat per rollout. GAE (`compute_gae`) is one reverse pass over the buffer following the links
+(`next[i] > i` always).
 
 Privileged vector (the critic's extra input, training only; `Encoder.privileged`, laid out by
 `cf_env.core.observation.privileged_layout`): the other seats' hands, egocentric (the seat's left
@@ -42,8 +51,8 @@ neighbour first, clockwise: (n-1)*T bits) and the boneyard's contents (T bits). 
 checks the actor's output is unchanged).
 
 Speed: the rules, the bots, the observations, masks and privileged rows are compiled code over
-the whole batch; what is left in Python per step is the forward pass, the sample and the
-bookkeeping of chains. Figures are in docs/speed/training.md.
+the whole batch; what is left in Python per step is the forward passes (the learner's, the
+networks' seats'), the sample and the bookkeeping of chains. Figures are in docs/speed/training.md.
 """
 
 from __future__ import annotations
@@ -63,7 +72,7 @@ from cf_env.envs.batch import ChickenFootBatch
 from training.artifacts.checkpoints import NumpyPolicy, load_ppo_policy, read_card
 from training.selfplay.opponents import pool_entries
 
-_BLAS = ThreadpoolController()  # `_ask`'s products run on one BLAS thread (see there)
+_BLAS = ThreadpoolController()  # `NetworkSeat`'s products run on one BLAS thread (see there)
 ILLEGAL_LOGIT = -1e8  # masked logits: large and finite, so the entropy has no NaN (0 * -1e8 = 0)
 
 
