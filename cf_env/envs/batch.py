@@ -113,9 +113,9 @@ Size: `num_envs` is at most `max_num_envs(config)`: `MAX_BATCH_BYTES` (4 GiB) ov
 one game holds (`per_game_bytes(config)`: its arrays, from the batch's own `nbytes`, plus
 `PYTHON_BYTES_PER_GAME` for its two `numpy.random.Generator`s, about 870 bytes each by
 tracemalloc), counted with final observations and privileged rows so as to bound every
-option. The default config (double-nine, 4 players) holds 9,697 bytes a game (7,649 in arrays):
-at most 442,917 games; double-six 6,290 (682,824 games); double-twelve 14,274 (300,894);
-double-eighteen 27,318 (157,221). The check runs before anything is allocated for the games.
+option. The default config (double-nine, 4 players) holds 9,713 bytes a game (7,665 in arrays):
+at most 442,187 games; double-six 6,306 (681,092 games); double-twelve 14,290 (300,557);
+double-eighteen 27,334 (157,129). The check runs before anything is allocated for the games.
 
 Bad input, all-or-nothing: `step` raises `ValueError` for actions that are not an integer array of
 shape (N,), and `IllegalActionError` naming the first game whose action is not legal, its action

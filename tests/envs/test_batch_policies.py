@@ -145,3 +145,27 @@ def test_a_sampler_giving_only_policies_and_bots_is_refused_with_nothing_changed
         batch.reset(seed=0)
     with pytest.raises(RuntimeError, match="reset"):
         batch.step(np.zeros(2, np.int64))
+
+
+def test_win_bonus_adds_the_zero_sum_round_win_bonus_of_the_rewards_module():
+    plain = ChickenFootBatch(CFG, 6, episode="round")
+    bonus = ChickenFootBatch(CFG, 6, episode="round", win_bonus=0.5)
+    a, b = plain.reset(seed=3), bonus.reset(seed=3)
+    rng, paid = np.random.default_rng(3), 0
+    for _ in range(300):
+        actions = (rng.random(a.action_mask.shape) * a.action_mask).argmax(axis=1)
+        a, b = plain.step(actions), bonus.step(actions)
+        np.testing.assert_array_equal(plain.round_wins, bonus.round_wins)
+        ended = a.round_over
+        assert np.allclose(plain.round_wins[ended].sum(axis=1), 1.0)  # the winners share 1
+        assert not plain.round_wins[~ended].any()
+        expected = a.rewards + np.where(ended[:, None], 0.5 * plain.round_wins - 0.5 / 3, 0.0)
+        np.testing.assert_allclose(b.rewards, expected, atol=1e-6)
+        paid += int(ended.sum())
+    assert paid >= 20
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), True, "1"])
+def test_a_bad_win_bonus_is_refused(bad):
+    with pytest.raises(ValueError, match="win_bonus"):
+        ChickenFootBatch(CFG, 2, win_bonus=bad)
