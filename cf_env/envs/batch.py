@@ -113,9 +113,9 @@ Size: `num_envs` is at most `max_num_envs(config)`: `MAX_BATCH_BYTES` (4 GiB) ov
 one game holds (`per_game_bytes(config)`: its arrays, from the batch's own `nbytes`, plus
 `PYTHON_BYTES_PER_GAME` for its two `numpy.random.Generator`s, about 870 bytes each by
 tracemalloc), counted with final observations and privileged rows so as to bound every
-option. The default config (double-nine, 4 players) holds 9,713 bytes a game (7,665 in arrays):
-at most 442,187 games; double-six 6,306 (681,092 games); double-twelve 14,290 (300,557);
-double-eighteen 27,334 (157,129). The check runs before anything is allocated for the games.
+option. The default config (double-nine, 4 players) holds 9,745 bytes a game (7,697 in arrays):
+at most 440,735 games; double-six 6,338 (677,653 games); double-twelve 14,322 (299,886);
+double-eighteen 27,366 (156,945). The check runs before anything is allocated for the games.
 
 Bad input, all-or-nothing: `step` raises `ValueError` for actions that are not an integer array of
 shape (N,), and `IllegalActionError` naming the first game whose action is not legal, its action
@@ -358,6 +358,7 @@ class ChickenFootBatch:
         # mask of them for the vectorised test "is the seat to move a policy's".
         self._seat_policy = np.full((n, players), None, dtype=object)
         self._policy_seat = np.zeros((n, players), bool)
+        self._policy_key = np.zeros((n, players), np.int64)  # id() of the seat's policy: grouping
         self._seat_sampler: Callable | None = None
         self._broken: str | None = None  # a policy raised while the games moved (step refuses)
         self._set_bots(bots)
@@ -486,7 +487,9 @@ class ChickenFootBatch:
         """Bytes held in arrays: the games' state, the kernel's tables, buffers and queued
         shuffles, and this adapter's buffers (the per-game Generators are Python objects beside:
         about 870 bytes each, two a game; see `per_game_bytes`)."""
-        arrays = [self._seat_kind, self._seat_policy, self._policy_seat, self._wins, self._bot_rng, self._weights, self._scores, self._counts,
+        arrays = [self._seat_kind, self._seat_policy, self._policy_seat, self._policy_key,
+                  self._wins,
+                  self._bot_rng, self._weights, self._scores, self._counts,
                   self._legal, self._stop, self._acc, self._closed, self.game_seeds, self._ahead,
                   self._ahead_kinds, self._ahead_seed, self._ahead_waits, self._covered,
                   self._actor, self._perms]
@@ -696,6 +699,7 @@ class ChickenFootBatch:
                 for seat, policy in enumerate(chosen):
                     self._seat_policy[game, seat] = policy
                     self._policy_seat[game, seat] = policy is not None
+                    self._policy_key[game, seat] = id(policy)  # alive: `_seat_policy` holds it
         self._seat_kind[games] = kinds
         self.game_seeds[games] = seeds
         self._bot_rng[games] = seeds.astype(np.uint64)
@@ -748,13 +752,13 @@ class ChickenFootBatch:
         observations = kb.observe()
         raw = self._legal[waiting].view(np.uint8)
         masks = np.unpackbits(raw, axis=1, count=self.num_actions, bitorder="little").view(bool)
-        groups: dict[int, tuple[object, list[int]]] = {}
         seats = st.current[waiting]
-        for k, (game, seat) in enumerate(zip(waiting.tolist(), seats.tolist())):
-            policy = self._seat_policy[game, seat]
-            groups.setdefault(id(policy), (policy, []))[1].append(k)
+        keys = self._policy_key[waiting, seats]
+        _, first, which = np.unique(keys, return_index=True, return_inverse=True)
         actions = np.empty(len(waiting), np.int64)
-        for policy, rows in groups.values():
+        for j, k in enumerate(first.tolist()):
+            policy = self._seat_policy[waiting[k], seats[k]]
+            rows = np.flatnonzero(which == j) if len(first) > 1 else np.arange(len(waiting))
             games = waiting[rows]
             chosen = np.asarray(policy.choose(observations[games], masks[rows]))
             if chosen.shape != (len(rows),) or chosen.dtype.kind not in "iu":
