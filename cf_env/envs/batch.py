@@ -120,10 +120,10 @@ double-eighteen 27,366 (156,945). The check runs before anything is allocated fo
 Bad input, all-or-nothing: `step` raises `ValueError` for actions that are not an integer array of
 shape (N,), and `IllegalActionError` naming the first game whose action is not legal, its action
 and its legal ones; `reset` raises `ValueError` for a bad seed or option. Either way no game, no
-seeder and no field of the adapter has changed. A callable `bots` is the only outside code a call
-runs, and it runs before anything changes: each game keeps a queue of its next games drawn ahead
-from its seeder (seats and engine seed, in the order of the stream above), long enough to reach a
-game in which an outside seat decides (a drawn game's opening, which its seats and seed decide, is
+seeder and no field of the adapter has changed. Policy seats aside (above), a callable `bots` is
+the only outside code a call runs, and it runs before anything changes: each game keeps a queue
+of its next games drawn ahead from its seeder (seats and engine seed, in the order of the stream
+above), long enough to reach a game in which an outside seat decides (a drawn game's opening, which its seats and seed decide, is
 played ahead on a scratch game of one to know whether it ends first: common on tiny configs, e.g.
 one round of two-tile hands). `reset` fills the queues (the game it deals, then up to the next
 call's), `step` tops up those its last call used, before the kernel moves; a draw that raises or
