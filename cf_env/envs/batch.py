@@ -63,6 +63,9 @@ and "score" pay every seat at each round end (R12), "win" at the game's end (R13
 only). All rewards of the step up to the episode's end are paid; what ends after it before an
 outside seat's first decision of the next episode (a round of forced moves and bots only) is part
 of no episode and is not paid, as the single-agent env skips such rounds in `reset`.
+`win_bonus=b` (default 0; self-play's `selfplay.win_bonus`) adds to every paid round the zero-sum
+bonus of `cf_env.core.rewards.win_bonus` (b shared by the round's winners, minus b / P for every
+seat); `round_wins` gives each seat's share of the wins of the rounds a call paid.
 
 Seats: `bots` maps seats to bot kinds ("random", "greedy", "heuristic": the compiled twins of
 cf_env/agents/bots.py); the other seats are outside seats, whose decisions `step` takes. `bots`
@@ -70,7 +73,23 @@ may also be an (N, P) array of kind codes (`cf_env.agents.kernel_bots`: OUTSIDE=
 GREEDY, HEURISTIC), or a callable `bots(rng) -> P kind names or codes` that draws a game's seats
 from that game's seeder for every game (ahead of it: see Bad input; the vector env draws its
 learner's seat that way). With `skip_forced=True` an outside seat's decision with exactly one legal action is taken
-for it (bots always take those without deciding).
+for it (bots always take those without deciding). Several outside seats per game are allowed
+(self-play: `training.selfplay.collector`); `step` takes the decision of whichever is to move.
+
+Policy seats: a callable `bots` may also give, for a seat, a *policy*: any object with a method
+`choose(observation, action_mask) -> actions` ((k, D) float32 and (k, A) bool in, k integer
+actions out), e.g. a frozen network (`cf_env.agents.checkpoint.NumpyPolicy` behind an adapter
+such as the collector's). A policy seat is played inside `reset`/`step` like a bot seat, between
+the outside decisions: at each turn of the loop every policy is asked once, for all the games
+whose seat to move it holds with a real choice (forced decisions are taken for it, as for bots),
+so one forward pass serves them all. The seats `step` plays are then the outside seats no policy
+holds (`learner_seats`); at least one per game. A policy is outside code run while the games
+move, so it is the exception to all-or-nothing below: a policy that raises, or gives an illegal
+action (`IllegalActionError` naming the game) or a wrong shape (`ValueError`), leaves games
+half-moved; the error propagates and the batch refuses `step` (`RuntimeError`) until a full
+`reset()`. Rewards and flags cover policy moves as bot moves; the final observation stays the
+view of the seat that made the step's decision. For the look-ahead of seat draws (Bad input), a
+policy seat's decision counts as an outside decision.
 
 Seeding ("same seed, same games"): every game has its own seeder, a `numpy.random.Generator`,
 as one AEC env (`cf_env.raw_env`) has: game i's engine seed is `seeder_i.integers(2**63)`
@@ -94,17 +113,17 @@ Size: `num_envs` is at most `max_num_envs(config)`: `MAX_BATCH_BYTES` (4 GiB) ov
 one game holds (`per_game_bytes(config)`: its arrays, from the batch's own `nbytes`, plus
 `PYTHON_BYTES_PER_GAME` for its two `numpy.random.Generator`s, about 870 bytes each by
 tracemalloc), counted with final observations and privileged rows so as to bound every
-option. The default config (double-nine, 4 players) holds 8,585 bytes a game (6,537 in arrays):
-at most 500,287 games; double-six 5,610 (765,591 games); double-twelve 12,622 (340,276);
-double-eighteen 24,262 (177,024). The check runs before anything is allocated for the games.
+option. The default config (double-nine, 4 players) holds 9,745 bytes a game (7,697 in arrays):
+at most 440,735 games; double-six 6,338 (677,653 games); double-twelve 14,322 (299,886);
+double-eighteen 27,366 (156,945). The check runs before anything is allocated for the games.
 
 Bad input, all-or-nothing: `step` raises `ValueError` for actions that are not an integer array of
 shape (N,), and `IllegalActionError` naming the first game whose action is not legal, its action
 and its legal ones; `reset` raises `ValueError` for a bad seed or option. Either way no game, no
-seeder and no field of the adapter has changed. A callable `bots` is the only outside code a call
-runs, and it runs before anything changes: each game keeps a queue of its next games drawn ahead
-from its seeder (seats and engine seed, in the order of the stream above), long enough to reach a
-game in which an outside seat decides (a drawn game's opening, which its seats and seed decide, is
+seeder and no field of the adapter has changed. Policy seats aside (above), a callable `bots` is
+the only outside code a call runs, and it runs before anything changes: each game keeps a queue
+of its next games drawn ahead from its seeder (seats and engine seed, in the order of the stream
+above), long enough to reach a game in which an outside seat decides (a drawn game's opening, which its seats and seed decide, is
 played ahead on a scratch game of one to know whether it ends first: common on tiny configs, e.g.
 one round of two-tile hands). `reset` fills the queues (the game it deals, then up to the next
 call's), `step` tops up those its last call used, before the kernel moves; a draw that raises or
@@ -119,6 +138,7 @@ outside decision are refused (`ValueError`): no call could reach one.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -265,6 +285,13 @@ def _rules(config, rules: dict) -> ChickenFootConfig:
     return split_options(fields, base)[0]
 
 
+def _is_policy(kind) -> bool:
+    """A seat sampler's entry that is a policy (an object with a `choose` method), not a kind
+    (numpy scalars have a `choose` method of their own: they are kinds)."""
+    return (not isinstance(kind, (str, bytes, int, np.generic, np.ndarray))
+            and callable(getattr(kind, "choose", None)))
+
+
 def _kind_code(kind) -> int:
     if isinstance(kind, str):
         if kind not in KIND_NAMES:
@@ -291,6 +318,7 @@ class ChickenFootBatch:
         privileged: bool = False,
         auto_reset: bool = True,
         final_observation: bool = False,
+        win_bonus: float = 0.0,
         **rules,
     ):
         self.config = cfg = _rules(config, rules)
@@ -306,6 +334,9 @@ class ChickenFootBatch:
                            ("auto_reset", auto_reset), ("final_observation", final_observation)):
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be a bool; got {flag!r}")
+        if (isinstance(win_bonus, bool) or not isinstance(win_bonus, (int, float, np.floating))
+                or not math.isfinite(win_bonus) or win_bonus < 0):
+            raise ValueError(f"win_bonus must be a finite number >= 0; got {win_bonus!r}")
         if num_envs > 2 and num_envs > max_num_envs(cfg):  # before anything is allocated
             raise ValueError(
                 f"num_envs must be at most {max_num_envs(cfg)} for this config "
@@ -315,6 +346,7 @@ class ChickenFootBatch:
         self.num_envs, self.num_players, self.num_actions = n, players, cfg.num_actions
         self.reward_mode, self.episode = reward_mode, episode
         self.skip_forced, self.auto_reset = skip_forced, auto_reset
+        self.win_bonus = float(win_bonus)
         self._kb = KernelBatch(cfg, n)
         # Rounds stop at their end, for the final observations; this adapter deals the next round
         # (`_deal_next_rounds`) from the shuffle the kernel had queued (module docstring).
@@ -322,7 +354,13 @@ class ChickenFootBatch:
         self.observation_size = self._kb.obs_tables.size
         self.privileged_size = self._kb.priv_tables.size
         self._seat_kind = np.zeros((n, players), np.int8)
+        # Policy seats (module docstring: Seats): the policy object of each such seat, and a
+        # mask of them for the vectorised test "is the seat to move a policy's".
+        self._seat_policy = np.full((n, players), None, dtype=object)
+        self._policy_seat = np.zeros((n, players), bool)
+        self._policy_key = np.zeros((n, players), np.int64)  # id() of the seat's policy: grouping
         self._seat_sampler: Callable | None = None
+        self._broken: str | None = None  # a policy raised while the games moved (step refuses)
         self._set_bots(bots)
         self._bot_rng = np.zeros(n, np.uint64)
         self._weights = heuristic_weights()
@@ -331,6 +369,7 @@ class ChickenFootBatch:
         self._stop = np.zeros(n, np.int8)
         self._acc = np.zeros((n, players), np.float64)  # the step's rewards, summed as the AEC env sums
         self._closed = np.zeros(n, bool)  # the episode ended earlier in this step: pay nothing more
+        self._wins = np.zeros((n, players), np.float32)  # the step's paid round wins (`round_wins`)
         self._seeders: list[np.random.Generator] = [np.random.default_rng() for _ in range(n)]
         # Each game's next game drawn ahead from its seeder (module docstring: Bad input).
         # A game's queue: the head in these arrays, any later ones in `_extra` (game -> list of
@@ -340,6 +379,7 @@ class ChickenFootBatch:
         self._ahead_kinds = np.zeros((n, players), np.int8)
         self._ahead_seed = np.zeros(n, np.int64)
         self._ahead_waits = np.zeros(n, bool)
+        self._ahead_policies: list = [None] * n  # the head's policies (a P-list) or None
         self._covered = np.zeros(n, bool)
         self._extra: dict[int, list] = {}
         self._opening = None  # scratch of `_opening_waits`, built on first use
@@ -386,16 +426,37 @@ class ChickenFootBatch:
         self._check_outside(self._seat_kind, np.arange(n))
 
     @staticmethod
-    def _check_outside(kinds: np.ndarray, games: np.ndarray) -> None:
-        lacking = games[(kinds != OUTSIDE).all(axis=1)]
+    def _check_outside(kinds: np.ndarray, games: np.ndarray, policies=None) -> None:
+        outside = kinds == OUTSIDE
+        if policies is not None:
+            outside &= np.array([[p is None for p in policies]])
+        lacking = games[~outside.any(axis=1)]
         if lacking.size:
             raise ValueError(f"bots: game {int(lacking[0])} has no outside seat; at least one seat "
-                             "per game must be played from outside")
+                             "per game must be played from outside (not by a bot or a policy)")
 
     @property
     def seat_kinds(self) -> np.ndarray:
         """(N, P) int8 copy of each game's seat kinds (OUTSIDE=0 or a bot code)."""
         return self._seat_kind.copy()
+
+    @property
+    def seat_policies(self) -> np.ndarray:
+        """(N, P) object copy: the policy playing each seat of each running game (module
+        docstring: Seats), None for outside and bot seats."""
+        return self._seat_policy.copy()
+
+    @property
+    def learner_seats(self) -> np.ndarray:
+        """(N, P) bool: the seats of each running game that `step` plays (outside seats that
+        no policy plays)."""
+        return (self._seat_kind == OUTSIDE) & ~self._policy_seat
+
+    @property
+    def round_wins(self) -> np.ndarray:
+        """(N, P) float32: each seat's share of the wins of the rounds the last call paid (1 for
+        a round's sole lowest score, 1/k each for k tied); the buffer the next call overwrites."""
+        return self._wins
 
     @property
     def legal_words(self) -> np.ndarray:
@@ -426,7 +487,9 @@ class ChickenFootBatch:
         """Bytes held in arrays: the games' state, the kernel's tables, buffers and queued
         shuffles, and this adapter's buffers (the per-game Generators are Python objects beside:
         about 870 bytes each, two a game; see `per_game_bytes`)."""
-        arrays = [self._seat_kind, self._bot_rng, self._weights, self._scores, self._counts,
+        arrays = [self._seat_kind, self._seat_policy, self._policy_seat, self._policy_key,
+                  self._wins,
+                  self._bot_rng, self._weights, self._scores, self._counts,
                   self._legal, self._stop, self._acc, self._closed, self.game_seeds, self._ahead,
                   self._ahead_kinds, self._ahead_seed, self._ahead_waits, self._covered,
                   self._actor, self._perms]
@@ -447,6 +510,9 @@ class ChickenFootBatch:
         if mask is not None and not self._started:
             raise ValueError("options['reset_mask'] needs games to keep: call reset() without it "
                              "first")
+        if mask is not None and self._broken is not None:
+            raise ValueError("options['reset_mask'] cannot repair a batch whose seat policy "
+                             f"raised ({self._broken}): call reset() without it")
         games = np.arange(n) if mask is None else np.flatnonzero(mask)
         # Everything that can fail first, on copies: the games' seeders and queues, filled with
         # the game to deal now and its successors up to two games that reach an outside decision
@@ -467,6 +533,8 @@ class ChickenFootBatch:
         for game, queue in queues.items():
             self._store(game, queue)
         first = self._pop(games)
+        if mask is None:
+            self._broken = None
         self._begin_step()
         self._closed[:] = True  # rounds ending before the first outside decision belong to no episode
         self._deal(games, *first)
@@ -479,6 +547,9 @@ class ChickenFootBatch:
         until every game's next outside decision. See the module docstring for bad input."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
+        if self._broken is not None:
+            raise RuntimeError(f"a seat policy raised while the games moved ({self._broken}); "
+                               "call reset() (all games) before step()")
         # The games that started a game in the last call: their queues topped up.
         missing = self._no_games if self._covered.all() else np.flatnonzero(~self._covered)
         saved = self._save_seeders(self._seeders, missing)
@@ -514,44 +585,50 @@ class ChickenFootBatch:
             seeders[game].bit_generator.state = state
 
     def _queue(self, game: int) -> list:
-        """A copy of `game`'s queue of games drawn ahead, oldest first: (kinds, seed, waits)."""
+        """A copy of `game`'s queue of games drawn ahead, oldest first: (kinds, seed, waits,
+        policies: a P-list or None)."""
         if not self._ahead[game]:
             return []
         head = (self._ahead_kinds[game].copy(), int(self._ahead_seed[game]),
-                bool(self._ahead_waits[game]))
+                bool(self._ahead_waits[game]), self._ahead_policies[game])
         return [head, *self._extra.get(game, ())]
 
     def _store(self, game: int, queue: list) -> None:
         self._ahead[game] = bool(queue)
         if queue:
-            self._ahead_kinds[game], self._ahead_seed[game], self._ahead_waits[game] = queue[0]
+            (self._ahead_kinds[game], self._ahead_seed[game], self._ahead_waits[game],
+             self._ahead_policies[game]) = queue[0]
+        else:
+            self._ahead_policies[game] = None
         if len(queue) > 1:
             self._extra[game] = queue[1:]
         else:
             self._extra.pop(game, None)
-        self._covered[game] = any(waits for _, _, waits in queue)
+        self._covered[game] = any(entry[2] for entry in queue)
 
     def _fill(self, seeders: list, queues: dict, waiting: int) -> None:
         """Draw into each `queues[game]` (a list, changed in place) until it holds `waiting`
         games that reach an outside decision. Changes nothing else but the seeders drawn from;
         raises `ValueError` for a bad draw."""
         for game, queue in queues.items():
-            have = sum(waits for _, _, waits in queue)
+            have = sum(entry[2] for entry in queue)
             drawn = 0
             while have < waiting:
                 if drawn == MAX_CHAIN:
                     raise ValueError(f"bots: {MAX_CHAIN} games in a row of game {game} end before "
                                      "any outside seat decides; no call can reach a decision")
-                kinds, seed = self._draw(seeders[game], game)
+                kinds, seed, policies = self._draw(seeders[game], game)
                 waits = self._opening_waits(kinds, seed)
-                queue.append((kinds, seed, waits))
+                queue.append((kinds, seed, waits, policies))
                 have += waits
                 drawn += 1
 
-    def _draw(self, rng: np.random.Generator, game: int) -> tuple[np.ndarray, int]:
+    def _draw(self, rng: np.random.Generator, game: int) -> tuple[np.ndarray, int, list | None]:
         """`game`'s next game from its seeder `rng`: its seat kinds (from the seat sampler, checked;
-        else the fixed ones) and its engine seed."""
+        else the fixed ones), its engine seed and its seat policies (a P-list, None where a seat
+        has none; None if no seat has one)."""
         kinds = self._seat_kind[game].copy()
+        policies = None
         if self._seat_sampler is not None:
             drawn = self._seat_sampler(rng)
             try:
@@ -561,9 +638,11 @@ class ChickenFootBatch:
                                  f"{drawn!r}") from None
             if len(drawn) != self.num_players:
                 raise ValueError(f"bots(rng) must give {self.num_players} kinds; got {drawn!r}")
-            kinds[:] = [_kind_code(k) for k in drawn]
-            self._check_outside(kinds[None], np.array([game]))
-        return kinds, int(rng.integers(2**63))
+            if any(_is_policy(k) for k in drawn):
+                policies = [k if _is_policy(k) else None for k in drawn]
+            kinds[:] = [OUTSIDE if _is_policy(k) else _kind_code(k) for k in drawn]
+            self._check_outside(kinds[None], np.array([game]), policies)
+        return kinds, int(rng.integers(2**63)), policies
 
     def _opening_waits(self, kinds: np.ndarray, seed: int) -> bool:
         """Whether a game of these seats and engine seed reaches an outside decision before it
@@ -590,20 +669,37 @@ class ChickenFootBatch:
                 return False
             scratch.refill()  # its tables deal the next round at once: the shuffle after it
 
-    def _pop(self, games: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The next game of each of `games` from its queue (kinds (k, P) int8, seeds (k,) int64),
-        taken off it. An empty queue is drawn from now: only without a seat sampler (whose draws
-        cannot fail), or for a game past its queue."""
+    def _pop(self, games: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+        """The next game of each of `games` from its queue (kinds (k, P) int8, seeds (k,) int64,
+        k policy lists or None), taken off it. An empty queue is drawn from now: only without a
+        seat sampler (whose draws cannot fail), or for a game past its queue."""
         kinds = np.empty((len(games), self.num_players), np.int8)
         seeds = np.empty(len(games), np.int64)
+        policies = []
         for j, game in enumerate(games.tolist()):
-            queue = self._queue(game) or [(*self._draw(self._seeders[game], game), True)]
-            kinds[j], seeds[j], _ = queue[0]
+            if self._ahead[game]:
+                queue = self._queue(game)
+            else:
+                kind, seed, drawn = self._draw(self._seeders[game], game)
+                queue = [(kind, seed, True, drawn)]
+            kinds[j], seeds[j], _, chosen = queue[0]
+            policies.append(chosen)
             self._store(game, queue[1:])
-        return kinds, seeds
+        return kinds, seeds, policies
 
-    def _deal(self, games: np.ndarray, kinds: np.ndarray, seeds: np.ndarray) -> None:
-        """Deal each of `games` its game (kinds, engine seed)."""
+    def _deal(self, games: np.ndarray, kinds: np.ndarray, seeds: np.ndarray,
+              policies: list) -> None:
+        """Deal each of `games` its game (kinds, engine seed, seat policies)."""
+        for game, chosen in zip(games.tolist(), policies):
+            if chosen is None:
+                if self._policy_seat[game].any():
+                    self._seat_policy[game] = None
+                    self._policy_seat[game] = False
+            else:
+                for seat, policy in enumerate(chosen):
+                    self._seat_policy[game, seat] = policy
+                    self._policy_seat[game, seat] = policy is not None
+                    self._policy_key[game, seat] = id(policy)  # alive: `_seat_policy` holds it
         self._seat_kind[games] = kinds
         self.game_seeds[games] = seeds
         self._bot_rng[games] = seeds.astype(np.uint64)
@@ -616,36 +712,82 @@ class ChickenFootBatch:
     def _begin_step(self) -> None:
         out = self._out
         self._acc.fill(0.0)
+        self._wins.fill(0.0)
         self._closed.fill(False)
         for flags in (out.terminated, out.truncated, out.round_over, out.game_over):
             flags.fill(False)
 
     def _advance(self) -> None:
-        """Bots and forced decisions until every game waits on an outside seat (or is over),
-        paying each round that ends on the way (the kernel's next shuffle handed in first)."""
+        """Bots, forced decisions and policy seats until every game waits on a learner seat (or
+        is over), paying each round that ends on the way (the kernel's next shuffle handed in
+        first). A policy that raises marks the batch broken (module docstring: Seats)."""
         kb = self._kb
         st = kb.state
         while True:
             batch_advance(st, kb.tables, self._weights, self._seat_kind, self._bot_rng,
                           self.skip_forced, self._legal, self._stop, self._scores, self._counts)
             ended = np.flatnonzero(self._stop == ROUND_ENDED)
-            if not ended.size:
+            if ended.size:
+                perms = st.next_perm[ended]  # a copy: the shuffle of the next round, before refill
+                kb.refill()
+                self._pay(ended, perms)
+                continue
+            if not self._policy_seat.any():
                 return
-            perms = st.next_perm[ended]  # a copy: the shuffle of the next round, before refill
-            kb.refill()
-            self._pay(ended, perms)
+            waiting = np.flatnonzero(self._policy_seat[np.arange(self.num_envs), st.current]
+                                     & ~st.game_over)
+            if not waiting.size:
+                return
+            try:
+                self._play_policies(waiting)
+            except BaseException as error:
+                self._broken = f"{type(error).__name__}: {error}"
+                raise
+
+    def _play_policies(self, waiting: np.ndarray) -> None:
+        """One move of each game of `waiting` (its seat to move a policy seat with a real choice):
+        every policy asked once, with the (k, D) observations and (k, A) masks of its games."""
+        kb = self._kb
+        st = kb.state
+        observations = kb.observe()
+        raw = self._legal[waiting].view(np.uint8)
+        masks = np.unpackbits(raw, axis=1, count=self.num_actions, bitorder="little").view(bool)
+        seats = st.current[waiting]
+        keys = self._policy_key[waiting, seats]
+        _, first, which = np.unique(keys, return_index=True, return_inverse=True)
+        actions = np.empty(len(waiting), np.int64)
+        for j, k in enumerate(first.tolist()):
+            policy = self._seat_policy[waiting[k], seats[k]]
+            rows = np.flatnonzero(which == j) if len(first) > 1 else np.arange(len(waiting))
+            games = waiting[rows]
+            chosen = np.asarray(policy.choose(observations[games], masks[rows]))
+            if chosen.shape != (len(rows),) or chosen.dtype.kind not in "iu":
+                raise ValueError(f"a seat policy's choose() must give {len(rows)} integer actions; "
+                                 f"got {chosen.dtype} {chosen.shape}")
+            actions[rows] = chosen
+        perms = st.next_perm[waiting]  # before the step: a round end uses it, refill replaces it
+        kb.step_games(waiting, actions)  # IllegalActionError naming the game
+        ended = np.flatnonzero(st.round_ended[waiting])
+        if ended.size:
+            self._pay(waiting[ended], perms[ended])
 
     def _pay(self, games: np.ndarray, perms: np.ndarray) -> None:
         """Rewards and flags of the rounds just ended in `games` (R12; R13 at a game's end), the
         final observations of the episodes they end, then the next round (from `perms`, the
         games' queued shuffles) or, with auto_reset, a new game for those whose game ended."""
         st, out = self._kb.state, self._out
-        reward = round_rewards_batch(self.config, self.reward_mode, st.round_points[games])
+        points = st.round_points[games]
+        reward = round_rewards_batch(self.config, self.reward_mode, points)
+        won = points == points.min(axis=1, keepdims=True)
+        share = won / won.sum(axis=1, keepdims=True)  # the round's winners share 1
+        if self.win_bonus:  # zero-sum (`cf_env.core.rewards.win_bonus`)
+            reward += self.win_bonus * share - self.win_bonus / self.num_players
         over = st.game_over[games]
         reward[over] += game_rewards_batch(self.reward_mode, st.winners[games[over]])
         paid = ~self._closed[games]
         live = games[paid]
         self._acc[live] += reward[paid]
+        self._wins[live] += share[paid]
         out.round_over[live] = True
         out.game_over[live] |= over[paid]
         ends = paid if self.episode == "round" else paid & over

@@ -58,26 +58,39 @@ def make_collector(games: int = 3, pool_share: float = 0.5, seed: int = 1, **kw)
 
 
 # ------------------------------------------------------------------------------ trajectories
+class _EngineSeed:
+    """Stands for an AEC env's seeder whose next game has engine seed `seed`."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def integers(self, high):
+        return self.seed
+
+
 def test_collector_trajectories_replay_through_the_aec_env():
     """Every recorded transition is what the AEC env shows that seat at that decision (same
     observation, mask), the action is the one the game played, and each round's reward sits on
     the seat's last transition of the round, equal to the AEC env's reward. The opponents'
     moves are replayed by the compiled bots' Python twins (tests/bot_twins.py) on the game's
-    bot stream: the replay only goes through if the collector's games are the AEC env's."""
+    bot stream (seeded with the game's engine seed, as `ChickenFootBatch` seeds it): the replay
+    only goes through if the collector's games are the AEC env's."""
     collector = make_collector()
     actor, critic = small_nets(ChickenFootConfig())
-    seeds = [g.seed for g in collector.games]
+    seeds = collector.batch.game_seeds.tolist()  # the engine seeds (the bots' streams' too)
     roll = collector.collect(actor, critic, steps=40)
-    assert [g.seed for g in collector.games] == seeds, "a game was re-dealt: shorten the test"
+    assert collector.batch.game_seeds.tolist() == seeds, "a game was re-dealt: shorten the test"
     d = collector.obs_size
     twins = PythonBots(collector.config)
     checked_rewards = bot_moves = 0
-    for i, game in enumerate(collector.games):
+    for i, seed in enumerate(seeds):
         rows = np.flatnonzero(roll.game == i).tolist()
         assert len(rows) == 40
         env = raw_env()
-        env.reset(seed=game.seed)
-        stream = Stream(game.bot_seed)
+        env.reset(seed=0)
+        env._seeder = _EngineSeed(seed)  # the env's next game: the engine seed the batch dealt
+        env.reset()
+        stream = Stream(seed)
         k = 0  # next recorded transition of this game
         last_of_seat: dict[int, int] = {}
         while k < len(rows):
@@ -124,7 +137,7 @@ def test_collector_plays_opponents_without_a_compiled_form_through_their_act():
     through `act(obs)`: its seats are never learner rows, and the rollout stays legal."""
     collector = Collector(ChickenFootConfig(), 4, seed=3, pool_share=0.6,
                           bots={"cf_env.agents.bots:RandomPolicy": 1.0})
-    assert any(p is not None for g in collector.games for p in g.policies)
+    assert any(p is not None for p in collector.batch.seat_policies.ravel())
     assert not collector.kinds.any()  # no compiled bot seat
     roll = collector.collect(*small_nets(ChickenFootConfig()), steps=30)
     assert collector.learners[roll.game, roll.seat].all()
