@@ -32,10 +32,12 @@ the same table (docs/architecture.md). `KernelState` and `new_state` are made fr
 
 on_table, played and voids are read only by the observation (`batch_observe`), held only by
 the `Engine` (its `hands` board); the rules never read them. The layout (the arm_* and tile_*
-fields) is laid by the same placement (`_place`) that moves the open ends: R6 extends the oldest
-arm whose tip has the attached value, R7 starts a spinner arm, R9 a toe; a double on an open
-end closes its arm and starts a foot. The rules read only `foot_arm` of it; the engine's
-`arms`, `placement` and snapshots, pictures and game records read it all.
+fields and `foot_arm`) is laid by the same placement (`_place`) that moves the open ends, when
+the tables ask for it (P_LAYOUT: the engine's do; a batch's, whose games nobody draws, do not,
+which saves a fifth of a random-play step): R6 extends the oldest arm whose tip has the
+attached value, R7 starts a spinner arm, R9 a toe; a double on an open end closes its arm and
+starts a foot. The rules never read it; the engine's `arms`, `placement` and snapshots,
+pictures and game records do.
 Per-round scores are kept as the R13 aggregates (total, zero rounds, lowest non-zero round) and
 the last round's points, which is all R13 reads; a driver that wants every round's points reads
 `round_points` where `round_ended` is set.
@@ -116,7 +118,8 @@ P_DRAW = 12  # draw action id (2T)
 P_PASS = 13  # pass action id (2T + 1)
 P_DEAL = 14  # 1: a round's end deals the next round from next_perm at once; 0: it stops there
 P_WORDS = 15  # W, uint64 words per action bitset
-NUM_PARAMS = 16
+P_LAYOUT = 16  # 1: lay the arms (the layout fields) as tiles are placed; 0: the open ends only
+NUM_PARAMS = 17
 
 SEARCH_TURNS = START_SEARCHES.index("turns")
 SEARCH_ALL_DRAW = START_SEARCHES.index("all_draw")
@@ -268,11 +271,13 @@ def words_to_int(words: np.ndarray) -> int:
     return sum(int(w) << (64 * k) for k, w in enumerate(words.tolist()))
 
 
-def kernel_tables(config: ChickenFootConfig, deal_at_end: bool = True) -> KernelTables:
+def kernel_tables(config: ChickenFootConfig, deal_at_end: bool = True,
+                  layout: bool = False) -> KernelTables:
     """The config's constants and per-set tables as arrays for the compiled code. With
     `deal_at_end` a round's end deals the next round at once from `next_perm` (the batches);
     without, the game stops after the round's scoring, `need_perm` raised, until the wrapper
-    deals it (`one_game`'s deals: the single-game `Engine`, which may stop between rounds)."""
+    deals it (`one_game`'s deals: the single-game `Engine`, which may stop between rounds).
+    With `layout` the placement also lays the arms (the layout fields; the engine's tables)."""
     tables = tile_tables(config.max_pips)
     width = num_words(config)
     params = np.zeros(NUM_PARAMS, dtype=np.int64)
@@ -292,6 +297,7 @@ def kernel_tables(config: ChickenFootConfig, deal_at_end: bool = True) -> Kernel
     params[P_PASS] = config.pass_action
     params[P_DEAL] = int(deal_at_end)
     params[P_WORDS] = width
+    params[P_LAYOUT] = int(layout)
     return KernelTables(
         tile_bits=np.stack([_words(b, width) for b in tables.tile_bits]),
         attach_bits=np.stack([_words(b, width) for b in tables.attach_bits]),
@@ -546,6 +552,8 @@ def _clear_table(st, tb, i):
     st.drawn_tile[i] = -1
     st.arm_count[i] = 0
     st.foot_arm[i] = -1
+    if tb.params[P_LAYOUT] == 0:
+        return
     for arm in range(st.arm_tip.shape[1]):
         st.arm_parent[i, arm] = -1
         st.arm_tip[i, arm] = -1
@@ -654,27 +662,32 @@ def _lay(st, i, arm, tile, attached):
 
 @jit
 def _place(st, tb, i, tile, attached, free_end):
-    """R6, R7, R9, R10: lay `tile` attached to `attached`, on the arm the phase of play gives,
-    and update the open ends."""
+    """R6, R7, R9, R10: lay `tile` attached to `attached`, on the arm the phase of play gives
+    (when the tables keep the layout: P_LAYOUT), and update the open ends."""
     phase = play_phase(st, i)
+    layout = tb.params[P_LAYOUT] != 0
     if phase == PHASE_R6:  # on the oldest open arm tip of that value
         _open_dec(st, tb, i, attached)
-        arm = _oldest_tip(st, i, attached)
-        _lay(st, i, arm, tile, attached)
+        arm = _oldest_tip(st, i, attached) if layout else -1
+        if layout:
+            _lay(st, i, arm, tile, attached)
         if free_end == attached:  # R9: a double closes its arm and starts a chicken foot
-            st.arm_tip[i, arm] = -1
-            st.foot_arm[i] = arm
+            if layout:
+                st.arm_tip[i, arm] = -1
+                st.foot_arm[i] = arm
             st.foot_value[i] = attached
             st.toes_left[i] = tb.params[P_TOES]
             return
-        st.arm_tip[i, arm] = free_end
+        if layout:
+            st.arm_tip[i, arm] = free_end
     else:  # a new arm: a toe of the pending foot (R9) or a spinner arm (R7)
-        arm = st.arm_count[i]
-        st.arm_count[i] = arm + 1
-        st.arm_parent[i, arm] = st.foot_arm[i] if phase == PHASE_R9 else -1
-        st.arm_tip[i, arm] = free_end
-        st.arm_len[i, arm] = 0
-        _lay(st, i, arm, tile, attached)
+        if layout:
+            arm = st.arm_count[i]
+            st.arm_count[i] = arm + 1
+            st.arm_parent[i, arm] = st.foot_arm[i] if phase == PHASE_R9 else -1
+            st.arm_tip[i, arm] = free_end
+            st.arm_len[i, arm] = 0
+            _lay(st, i, arm, tile, attached)
         if phase == PHASE_R9:
             st.toes_left[i] -= 1
             if st.toes_left[i] == 0:  # R10: the foot is filled; its toes are ordinary ends
@@ -1420,7 +1433,8 @@ def _game_layout(config: ChickenFootConfig):
     """Per config, built once: the packed tables (shared: the compiled code never writes them),
     an undealt game's buffer to copy, and each packed array's (dtype, shape, size, words)."""
     ob = obs_tables(config)
-    table_buffer, tables = _pack([*kernel_tables(config, deal_at_end=False), ob.starts, ob.stops,
+    table_buffer, tables = _pack([*kernel_tables(config, deal_at_end=False, layout=True),
+                                  ob.starts, ob.stops,
                                   ob.divisors])
     arrays = [*new_state(config, 1), np.zeros((1, num_words(config)), np.uint64),
               np.zeros(1, np.int32)]

@@ -150,6 +150,8 @@ def test_the_shared_memory_has_no_name_in_dev_shm():
 def test_close_kills_a_worker_still_busy_after_the_grace(monkeypatch):
     monkeypatch.setattr(processes, "STOP_GRACE_S", 0.5)
     pool = WorkerPool("test", 2, serve_squares, died=died)
+    pool.submit(1, Square(3))
+    pool.receive(1)  # worker 1 is up (a spawn start can outlast the grace on a loaded machine)
     pool.submit(0, Square(1, "sleep"))
     time.sleep(0.2)
     started = time.monotonic()
