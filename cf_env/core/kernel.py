@@ -1258,8 +1258,10 @@ class KernelBatch:
         """Make game `game` a validated position (`cf_env.core.snapshot.read` of a snapshot of
         this config), its later rounds dealt by the position's RNG (`write_position`). All or
         nothing: `ValueError`, no game changed, for a bad index or another config's position."""
+        from cf_env.core.snapshot import Position  # (the snapshot format imports no kernel)
+
         game = checks.index(game, "game", self.num_games)
-        if type(position).__name__ != "Position" or position.hands.shape != self.state.held.shape[1:]:
+        if not isinstance(position, Position) or position.hands.shape != self.state.held.shape[1:]:
             raise ValueError("load_position: position must be a Position of this config "
                              "(cf_env.core.snapshot.read)")
         rng = np.random.default_rng()
