@@ -403,7 +403,7 @@ def _set_bit(out, i, action):
 PHASE_R6, PHASE_R7, PHASE_R9 = 0, 1, 2
 
 
-@jit
+@inline_jit
 def play_phase(st, i):
     """Where tiles go now, stated here only: R9 a pending foot's toes first, else R7 the
     centre's empty arms, else R6 any open end."""
@@ -414,7 +414,7 @@ def play_phase(st, i):
     return PHASE_R6
 
 
-@jit
+@inline_jit
 def _attach_word(st, tb, i, k):
     """Word k of the playable values' attach bitset, by the phase of play (`play_phase`)."""
     phase = play_phase(st, i)
