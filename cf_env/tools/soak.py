@@ -161,16 +161,17 @@ def check_position(engine: Engine, layout: bool = True) -> None:
     if not layout:
         return
     # The rules state agrees with the layout.
-    tips = Counter(arm.tip for arm in engine.arms if arm.tip >= 0)
+    arms = engine.arms  # a new list at each read: read once
+    tips = Counter(arm.tip for arm in arms if arm.tip >= 0)
     check(
         tips == Counter({v: c for v, c in enumerate(engine.open_count) if c}),
         "open_ends",
         lambda: f"layout {dict(tips)} vs counts {engine.open_count}",
     )
-    spinner = sum(1 for arm in engine.arms if arm.parent < 0)
+    spinner = sum(1 for arm in arms if arm.parent < 0)
     check(engine.spinner_empty == cfg.spinner_arms - spinner, "spinner_arms_empty")
     if engine.foot_value >= 0:
-        toes = sum(1 for arm in engine.arms if arm.parent == engine.foot_arm)
+        toes = sum(1 for arm in arms if arm.parent == engine.foot_arm)
         check(
             toes + engine.toes_left == cfg.toes, "foot", lambda: f"{toes} + {engine.toes_left} toes"
         )

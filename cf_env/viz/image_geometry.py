@@ -126,6 +126,7 @@ class Layout:
 
     def __init__(self, engine):
         self.engine = engine
+        self.arms = engine.arms  # a new list at each read: read once
         self.items: list[Item] = []
         self.links: list[tuple[float, float, float, float]] = []
         self.labels = arm_labels(engine)
@@ -143,14 +144,14 @@ class Layout:
     def _tree(self) -> list[Node]:
         engine, tables = self.engine, self.engine.tables
         nodes = []
-        for index, arm in enumerate(engine.arms):
+        for index, arm in enumerate(self.arms):
             foot = bool(arm.tiles) and arm.tip < 0 and bool(tables.is_double[arm.tiles[-1][0]])
             if arm.tiles:
                 nodes.append(Node(index, list(arm.tiles), foot))
             else:  # a bare open end (a snapshot restored without its layout)
                 nodes.append(Node(index, [], slot="end", value=arm.tip))
         roots = []
-        for index, arm in enumerate(engine.arms):
+        for index, arm in enumerate(self.arms):
             parent = arm.parent
             (roots if parent < 0 else nodes[parent].children).append(nodes[index])
         roots += [Node(-1, [], slot="spinner", value=engine.center)] * engine.spinner_empty
@@ -169,7 +170,7 @@ class Layout:
         pieces = _pieces(node)
         ux, uy = math.sin(direction), -math.cos(direction)
         sx, sy = r0 * math.sin(theta), -r0 * math.cos(theta)
-        arm = engine.arms[node.arm] if node.arm >= 0 else None
+        arm = self.arms[node.arm] if node.arm >= 0 else None
         label = self.labels[node.arm] if node.arm >= 0 else ""
         run = 0.0
         for k, (along, across) in enumerate(pieces):

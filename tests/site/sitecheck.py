@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import pytest
+
 CHROMIUM = os.environ.get("CF_CHROMIUM", "/usr/bin/chromium")
 # What works on a closed-network machine: no sandbox (root), no GPU, and none of the background
 # services that would try to phone home.
@@ -109,6 +111,18 @@ def serve(root: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium under Playwright, for a whole session (the docs-site and web-app
+    checks); a missing browser or package is a failure, not a skip."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
 
 
 def launch(playwright):

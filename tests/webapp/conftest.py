@@ -14,18 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "site"))
 
-from sitecheck import launch  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def browser():
-    """Debian's Chromium under Playwright; a missing browser or package is a failure, not a skip."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        yield browser
-        browser.close()
+from sitecheck import browser  # noqa: E402, F401 (the session's Chromium, a fixture)
 
 
 @pytest.fixture(scope="session")
