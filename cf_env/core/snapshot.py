@@ -160,9 +160,6 @@ class Position:
         for board in (self.hands, self.on_table, self.played_by, self.voids):
             board.flags.writeable = False
 
-    def totals(self) -> list[int]:
-        return [sum(rounds) for rounds in self.scores]
-
 
 class _Draft:
     """A Position while `read` fills it in, field by field (`_load`)."""
