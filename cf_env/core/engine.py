@@ -547,8 +547,9 @@ class Engine:
             raise SnapshotError(f"invalid snapshot: {err}") from err
         self._bind(game)
         self.scores, self.winners, self.history = p.scores, p.winners, p.history
-        self.between_rounds, self.deal_order, self.seed, self.rng = (
-            p.between_rounds, p.deal_order, p.seed, p.rng)
+        self.between_rounds, self.deal_order, self.seed = p.between_rounds, p.deal_order, p.seed
+        if p.rng is not None:  # a snapshot without an RNG state deals on from this engine's
+            self.rng = p.rng
         self._synthetic_arms = p.synthetic_arms
         self._settle([])
 

@@ -1256,16 +1256,22 @@ class KernelBatch:
 
     def load_position(self, game: int, position: Position) -> None:
         """Make game `game` a validated position (`cf_env.core.snapshot.read` of a snapshot of
-        this config), its later rounds dealt by the position's RNG (`write_position`). All or
-        nothing: `ValueError`, no game changed, for a bad index or another config's position."""
+        this config), its later rounds dealt by the position's RNG, or by the game's own where
+        the snapshot had none (`write_position`). All or nothing: `ValueError`, no game changed,
+        for a bad index, another config's position, or no RNG at all."""
         from cf_env.core.snapshot import Position  # (the snapshot format imports no kernel)
 
         game = checks.index(game, "game", self.num_games)
         if not isinstance(position, Position) or position.hands.shape != self.state.held.shape[1:]:
             raise ValueError("load_position: position must be a Position of this config "
                              "(cf_env.core.snapshot.read)")
-        rng = np.random.default_rng()
-        rng.bit_generator.state = position.rng.bit_generator.state
+        rng = self.rngs[game]  # a position without an RNG state deals on from this game's
+        if position.rng is None and rng is None:
+            raise ValueError(f"load_position: the position has no RNG state (its snapshot had no "
+                             f"'rng') and game {game} has never been reset to deal from its own")
+        if position.rng is not None:
+            rng = np.random.default_rng()
+            rng.bit_generator.state = position.rng.bit_generator.state
         write_position(self.state, game, position)
         sync_game(self.state, self.tables, game)
         self.rngs[game] = rng

@@ -150,7 +150,7 @@ class Position:
     history: list[tuple[int, int, int]]  # (round, seat, action)
     deal_order: tuple[int, ...] | None
     seed: int | None
-    rng: np.random.Generator
+    rng: np.random.Generator | None  # None: the snapshot had no "rng"; the loader keeps its own
     hands: np.ndarray  # (players, tiles) bool
     on_table: np.ndarray  # (tiles,) bool
     played_by: np.ndarray  # (players, tiles) bool
@@ -456,13 +456,17 @@ def _load_knowledge(position: _Draft, snap: dict, start: int) -> None:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise SnapshotError(f"seed must be null or a non-negative int; got {seed!r}")
     position.seed = seed
-    position.rng = np.random.default_rng()
+    # Without an "rng" the engine (or batch game) that restores it keeps dealing from its own
+    # RNG: a fresh, unseeded one here would make the same seed and snapshot play differently.
+    position.rng = None
     if "rng" in snap:
         check_rng_state(snap["rng"], "rng")
+        rng = np.random.default_rng()
         try:
-            position.rng.bit_generator.state = snap["rng"]
+            rng.bit_generator.state = snap["rng"]
         except (TypeError, ValueError, KeyError, OverflowError) as err:
-            raise SnapshotError(f"rng state is not a valid {type(position.rng.bit_generator).__name__} state") from err
+            raise SnapshotError(f"rng state is not a valid {type(rng.bit_generator).__name__} state") from err
+        position.rng = rng
 
 
 def check_rng_state(state: object, what: str) -> None:

@@ -329,3 +329,36 @@ def test_a_position_loaded_into_a_batch_slot_plays_as_the_restored_engine():
         batch.step_games([1], [action])
     with pytest.raises(ValueError, match="position must be a Position of this config"):
         batch.load_position(0, snap)
+
+
+def test_a_snapshot_without_rng_deals_on_from_the_restoring_engines_own_rng():
+    """A hand-built snapshot has no `rng`: the engine keeps its seeded RNG, so the same seed and
+    snapshot deal the same next round (a fresh unseeded RNG would not); a batch game keeps its
+    own, and a never-reset batch game, with no RNG to keep, is refused whole."""
+    from cf_env.core.snapshot import read
+
+    source = engine_after_rounds(1, seed=9)
+    snap = source.snapshot()
+    del snap["rng"]
+    deals = []
+    for _ in range(2):
+        engine = Engine(CFG, seed=3)
+        expected = np.random.default_rng()
+        expected.bit_generator.state = engine.rng.bit_generator.state
+        engine.restore(snap)
+        assert engine.rng.bit_generator.state == expected.bit_generator.state
+        while engine.round == snap["round"] and not engine.game_over:
+            engine.step(engine.legal_actions()[0])
+        deals.append(engine.snapshot())
+    assert deals[0] == deals[1]
+
+    batch = KernelBatch(CFG, 2)
+    batch.reset([4, None], games=[0, 1])
+    kept = batch.rngs[0]
+    batch.load_position(0, read(CFG, source.tables, snap))
+    assert batch.rngs[0] is kept
+    fresh = KernelBatch(CFG, 2)
+    before = [field.copy() for field in fresh.state]
+    with pytest.raises(ValueError, match="no RNG state .* never been reset"):
+        fresh.load_position(1, read(CFG, source.tables, snap))
+    assert all(np.array_equal(a, b) for a, b in zip(before, fresh.state, strict=True))
