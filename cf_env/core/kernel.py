@@ -394,7 +394,7 @@ def max_games(config: ChickenFootConfig) -> int:
 
 
 # ---------------------------------------------------------------------------- compiled rules
-@jit
+@inline_jit
 def _set_bit(out, i, action):
     out[i, action >> 6] |= ONE << np.uint64(action & 63)
 
@@ -425,7 +425,7 @@ def _attach_word(st, tb, i, k):
     return st.open_attach[i, k]
 
 
-@jit
+@inline_jit
 def _fits(st, tb, i, tile):
     for k in range(tb.tile_bits.shape[1]):
         if tb.tile_bits[tile, k] & _attach_word(st, tb, i, k) != ZERO:
@@ -433,7 +433,7 @@ def _fits(st, tb, i, tile):
     return False
 
 
-@jit
+@inline_jit
 def _can_place(st, tb, i, seat):
     for k in range(st.hands.shape[2]):
         if st.hands[i, seat, k] & _attach_word(st, tb, i, k) != ZERO:
@@ -502,7 +502,7 @@ def is_legal(st, tb, i, action):
     return (word >> np.uint64(action & 63)) & ONE != ZERO
 
 
-@jit
+@inline_jit
 def _give(st, tb, i, seat, tile):
     for k in range(st.hands.shape[2]):
         st.hands[i, seat, k] |= tb.tile_bits[tile, k]
@@ -511,7 +511,7 @@ def _give(st, tb, i, seat, tile):
     st.hand_points[i, seat] += tb.points[tile]
 
 
-@jit
+@inline_jit
 def _take(st, tb, i, seat, tile):
     for k in range(st.hands.shape[2]):
         st.hands[i, seat, k] ^= tb.tile_bits[tile, k]
@@ -520,7 +520,7 @@ def _take(st, tb, i, seat, tile):
     st.hand_points[i, seat] -= tb.points[tile]
 
 
-@jit
+@inline_jit
 def _draw(st, tb, i, seat):
     """R5/R8: the boneyard's front tile goes to `seat`'s hand."""
     tile = st.boneyard[i, st.bone_pos[i]]
@@ -529,7 +529,7 @@ def _draw(st, tb, i, seat):
     return tile
 
 
-@jit
+@inline_jit
 def _holder(st, tb, i, tile):
     """The seat holding `tile`, or -1."""
     k = (2 * tile) >> 6
@@ -625,7 +625,7 @@ def _start_round(st, tb, i):
     st.current[i] = (holder + 1) % n
 
 
-@jit
+@inline_jit
 def _open_inc(st, tb, i, value):
     st.open_count[i, value] += 1
     if st.open_count[i, value] == 1:  # a value newly open
@@ -633,7 +633,7 @@ def _open_inc(st, tb, i, value):
             st.open_attach[i, k] |= tb.attach_bits[value, k]
 
 
-@jit
+@inline_jit
 def _open_dec(st, tb, i, value):
     st.open_count[i, value] -= 1
     if st.open_count[i, value] == 0:  # the last open end of that value is covered
@@ -641,7 +641,7 @@ def _open_dec(st, tb, i, value):
             st.open_attach[i, k] ^= tb.attach_bits[value, k]
 
 
-@jit
+@inline_jit
 def _oldest_tip(st, i, value):
     """R6: the arm a tile attached to `value` extends: the oldest arm whose tip is `value`
     (-1 if none is open)."""
@@ -651,7 +651,7 @@ def _oldest_tip(st, i, value):
     return -1
 
 
-@jit
+@inline_jit
 def _lay(st, i, arm, tile, attached):
     """The tile at the outer end of `arm`."""
     st.tile_arm[i, tile] = arm
@@ -780,7 +780,7 @@ def _end_round(st, tb, i):
             next_round(st, tb, i)
 
 
-@jit
+@inline_jit
 def next_round(st, tb, i):
     """R4: deal the next round (the countdown restarts after the double-blank with a target
     score) from boneyard[i]."""
@@ -936,7 +936,7 @@ M2 = np.uint64(0x3333333333333333)
 M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 
 
-@jit
+@inline_jit
 def popcount(word):
     """Set bits of a uint64 in a fixed number of steps (SWAR, no multiply: nothing overflows,
     also as plain Python)."""
@@ -1011,7 +1011,7 @@ def batch_random_actions(legal_words: np.ndarray, uniforms: np.ndarray,
 
 
 # ---------------------------------------------------------------------------- observations
-@jit
+@inline_jit
 def _board(row, base, src, size):
     """row[base:base + size] = src[:size] as 0.0 / 1.0, branch-free, with unsigned indices
     (numba checks every signed index for wraparound, which keeps LLVM from vectorizing the
@@ -1020,7 +1020,7 @@ def _board(row, base, src, size):
         row[base + np.uint64(t)] = np.float32(src[t])
 
 
-@jit
+@inline_jit
 def _clear(row, start, stop):
     for j in range(start, stop):
         row[j] = np.float32(0.0)
@@ -1514,7 +1514,9 @@ _S_SEAT = _S_LEGAL + 1
 
 @inline_jit
 def _unpack(sb, tbuf):
-    """The KernelState, KernelTables and legal words (1, W) that `GameBuffer` packed."""
+    """The KernelState, KernelTables and legal words (1, W) that `GameBuffer` packed. A row is
+    made 2-D by `[None, :]`, not `reshape`: numba's reshape calls a C helper (about 25 ns), which
+    over the state's fields was a fifth of a single-game step."""
     params = tbuf[tbuf[6] : tbuf[6] + NUM_PARAMS]
     p, t, v, w = params[P_PLAYERS], params[P_TILES], params[P_VALUES], params[P_WORDS]
     a = params[P_ARMS] + params[P_TOES] * v  # max_arms
@@ -1529,44 +1531,44 @@ def _unpack(sb, tbuf):
     )
     st = KernelState(
         hands=_u64(sb, _S_HANDS, p * w).reshape((1, p, w)),
-        hand_count=_i32(sb, _S_HAND_COUNT, p).reshape((1, p)),
-        hand_points=_i32(sb, _S_HAND_POINTS, p).reshape((1, p)),
-        open_count=_i32(sb, _S_OPEN_COUNT, v).reshape((1, v)),
-        open_attach=_u64(sb, _S_OPEN_ATTACH, w).reshape((1, w)),
+        hand_count=_i32(sb, _S_HAND_COUNT, p)[None, :],
+        hand_points=_i32(sb, _S_HAND_POINTS, p)[None, :],
+        open_count=_i32(sb, _S_OPEN_COUNT, v)[None, :],
+        open_attach=_u64(sb, _S_OPEN_ATTACH, w)[None, :],
         spinner_empty=_i32(sb, _S_SPINNER_EMPTY, 1),
         center=_i32(sb, _S_CENTER, 1),
         foot_value=_i32(sb, _S_FOOT_VALUE, 1),
         toes_left=_i32(sb, _S_TOES_LEFT, 1),
-        boneyard=_i32(sb, _S_BONEYARD, t).reshape((1, t)),
+        boneyard=_i32(sb, _S_BONEYARD, t)[None, :],
         bone_pos=_i32(sb, _S_BONE_POS, 1),
         drawn_tile=_i32(sb, _S_DRAWN_TILE, 1),
         current=_i32(sb, _S_CURRENT, 1),
         start_seat=_i32(sb, _S_START_SEAT, 1),
         round=_i32(sb, _S_ROUND, 1),
         rounds_played=_i32(sb, _S_ROUNDS_PLAYED, 1),
-        round_points=_i32(sb, _S_ROUND_POINTS, p).reshape((1, p)),
+        round_points=_i32(sb, _S_ROUND_POINTS, p)[None, :],
         round_ended=_bools(sb, _S_ROUND_ENDED, 1),
-        totals=sb[sb[_S_TOTALS] : sb[_S_TOTALS] + p].reshape((1, p)),
-        zero_rounds=_i32(sb, _S_ZERO_ROUNDS, p).reshape((1, p)),
-        min_nonzero=sb[sb[_S_MIN_NONZERO] : sb[_S_MIN_NONZERO] + p].reshape((1, p)),
+        totals=sb[sb[_S_TOTALS] : sb[_S_TOTALS] + p][None, :],
+        zero_rounds=_i32(sb, _S_ZERO_ROUNDS, p)[None, :],
+        min_nonzero=sb[sb[_S_MIN_NONZERO] : sb[_S_MIN_NONZERO] + p][None, :],
         game_over=_bools(sb, _S_GAME_OVER, 1),
-        winners=_bools(sb, _S_WINNERS, p).reshape((1, p)),
-        next_perm=_i32(sb, _S_NEXT_PERM, t).reshape((1, t)),
+        winners=_bools(sb, _S_WINNERS, p)[None, :],
+        next_perm=_i32(sb, _S_NEXT_PERM, t)[None, :],
         need_perm=_bools(sb, _S_NEED_PERM, 1),
-        on_table=_bools(sb, _S_ON_TABLE, t).reshape((1, t)),
+        on_table=_bools(sb, _S_ON_TABLE, t)[None, :],
         played=_bools(sb, _S_PLAYED, p * t).reshape((1, p, t)),
         voids=_bools(sb, _S_VOIDS, p * v).reshape((1, p, v)),
         held=_bools(sb, _S_HELD, p * t).reshape((1, p, t)),
         arm_count=_i32(sb, _S_ARM_COUNT, 1),
-        arm_parent=_i32(sb, _S_ARM_PARENT, a).reshape((1, a)),
-        arm_tip=_i32(sb, _S_ARM_TIP, a).reshape((1, a)),
-        arm_len=_i32(sb, _S_ARM_LEN, a).reshape((1, a)),
+        arm_parent=_i32(sb, _S_ARM_PARENT, a)[None, :],
+        arm_tip=_i32(sb, _S_ARM_TIP, a)[None, :],
+        arm_len=_i32(sb, _S_ARM_LEN, a)[None, :],
         foot_arm=_i32(sb, _S_FOOT_ARM, 1),
-        tile_arm=_i32(sb, _S_TILE_ARM, t).reshape((1, t)),
-        tile_pos=_i32(sb, _S_TILE_POS, t).reshape((1, t)),
-        tile_attached=_i32(sb, _S_TILE_ATTACHED, t).reshape((1, t)),
+        tile_arm=_i32(sb, _S_TILE_ARM, t)[None, :],
+        tile_pos=_i32(sb, _S_TILE_POS, t)[None, :],
+        tile_attached=_i32(sb, _S_TILE_ATTACHED, t)[None, :],
     )
-    return st, tb, _u64(sb, _S_LEGAL, w).reshape((1, w))
+    return st, tb, _u64(sb, _S_LEGAL, w)[None, :]
 
 
 # What `one_game` does to the engine's game (its `op`): one compiled entry point for the four,
