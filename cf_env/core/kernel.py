@@ -540,7 +540,7 @@ def _holder(st, tb, i, tile):
     return -1
 
 
-@jit
+@inline_jit
 def _clear_table(st, tb, i):
     """An empty table for a new round: no open end, the spinner's arms all empty (R7), no foot,
     no drawn tile, no arm laid."""
@@ -660,7 +660,7 @@ def _lay(st, i, arm, tile, attached):
     st.arm_len[i, arm] += 1
 
 
-@jit
+@inline_jit
 def _place(st, tb, i, tile, attached, free_end):
     """R6, R7, R9, R10: lay `tile` attached to `attached`, on the arm the phase of play gives
     (when the tables keep the layout: P_LAYOUT), and update the open ends."""
@@ -723,7 +723,7 @@ def placement_into(st, tb, i, action, out):
     return True
 
 
-@jit
+@inline_jit
 def _set_winners(st, tb, i):
     """R13: lowest total; with tie_break r13 then most zero rounds, then the lowest non-zero
     round; seats still equal share the win."""
@@ -747,7 +747,7 @@ def _set_winners(st, tb, i):
         st.winners[i, seat] = same
 
 
-@jit
+@inline_jit
 def _end_round(st, tb, i):
     """R12: score the hands; then the game ends (R4's last round, or a total past the target),
     or need_perm asks the wrapper for a permutation: with P_DEAL the next round is dealt at
@@ -788,7 +788,7 @@ def next_round(st, tb, i):
     _start_round(st, tb, i)
 
 
-@jit
+@inline_jit
 def _mark_voids(st, i, seat):
     """`seat` showed it holds none of the playable values (R9 the pending foot's, else R7 the
     centre's, else R6 every open end's: `play_phase`): mark them in its voids."""
@@ -808,13 +808,15 @@ def apply_action(st, tb, i, action):
     """R8-R11: one (legal) action of game i's seat to move."""
     n = tb.params[P_PLAYERS]
     seat = st.current[i]
-    went_out = False
-    if action == tb.params[P_DRAW]:
-        # The seat showed it holds none of the playable values; the draw adds an unseen tile,
-        # so what it showed before is dropped.
+    draw = action == tb.params[P_DRAW]
+    if draw:
+        # The draw adds an unseen tile, so the voids the seat showed before are dropped.
         for v in range(st.voids.shape[2]):
             st.voids[i, seat, v] = False
-        _mark_voids(st, i, seat)
+    if draw or (action == tb.params[P_PASS] and st.drawn_tile[i] < 0):
+        _mark_voids(st, i, seat)  # it showed it holds none of the playable values
+    ended = False
+    if draw:
         tile = _draw(st, tb, i, seat)
         # Variant: one DRAW keeps drawing until a playable tile comes or the boneyard is empty.
         while (tb.params[P_UNTIL] != 0 and st.bone_pos[i] < tb.params[P_TILES]
@@ -822,30 +824,27 @@ def apply_action(st, tb, i, action):
             tile = _draw(st, tb, i, seat)
         st.drawn_tile[i] = tile
     elif action == tb.params[P_PASS]:
-        if st.drawn_tile[i] < 0:  # a pass without a draw before it shows voids too
-            _mark_voids(st, i, seat)
         st.drawn_tile[i] = -1
         st.current[i] = (seat + 1) % n
     else:
         tile = action >> 1  # action 2t + side (cf_env.core.actions)
         lo, hi = tb.tile_lo[tile], tb.tile_hi[tile]
+        attached, free = (hi, lo) if action & 1 else (lo, hi)
         _take(st, tb, i, seat, tile)
         st.on_table[i, tile] = True
         st.played[i, seat, tile] = True
-        if action & 1:
-            _place(st, tb, i, tile, hi, lo)
-        else:
-            _place(st, tb, i, tile, lo, hi)
+        _place(st, tb, i, tile, attached, free)
         st.drawn_tile[i] = -1
         st.current[i] = (seat + 1) % n
-        went_out = st.hand_count[i, seat] == 0
-    # R11: the round ends when a hand empties, or when nobody can place and nobody can draw.
-    if went_out:
-        _end_round(st, tb, i)
-    elif st.bone_pos[i] >= tb.params[P_TILES]:
+        ended = st.hand_count[i, seat] == 0  # R11: a hand emptied
+    if not ended and st.bone_pos[i] >= tb.params[P_TILES]:
+        # R11: nobody can place and nobody can draw.
+        ended = True
         for other in range(n):
             if _can_place(st, tb, i, other):
-                return
+                ended = False
+                break
+    if ended:
         _end_round(st, tb, i)
 
 
