@@ -49,7 +49,8 @@ class Engine:
     """A whole game: deal, play, score every round; R13 decides the winners."""
 
     __slots__ = (
-        "_draw_action", "_legal", "_legal_bytes", "_held_bytes", "_num_players", "_num_tiles",
+        "_bytes", "_draw_action", "_ints", "_legal", "_legal_bytes", "_held_bytes", "_num_players",
+        "_num_tiles",
         "_row_shape", "_st", "_synthetic_arms", "auto_deal", "between_rounds", "config",
         "deal_order", "game", "hands", "history", "on_table", "played_by", "points", "rng",
         "scores", "seed", "skip_forced", "tables", "voids", "winners",
@@ -85,6 +86,8 @@ class Engine:
         """Hold `game` and the views of it that the engine reads and writes."""
         self.game, self._st = game, game.state
         self._row_shape = (game.observation_size,)  # what write_observation writes
+        self._bytes = memoryview(game.buffer).cast("B")  # the scalars (`GameBuffer.SCALAR_AT`)
+        self._ints = self._bytes.cast("i")
         self._legal_bytes = memoryview(game.legal_words.view(np.uint8).reshape(-1))
         self._held_bytes = memoryview(game.state.held.view(np.uint8).reshape(-1))
         self.hands = _readonly(game.state.held[0])
@@ -97,7 +100,7 @@ class Engine:
     # (and those of `_SCALARS`: properties made below the class)
     @property
     def game_over(self) -> bool:
-        return bool(self._st.game_over[0])
+        return self._bytes[_GAME_OVER_BYTE] != 0
 
     @property
     def hand_counts(self) -> list[int]:
@@ -115,7 +118,7 @@ class Engine:
     @property
     def foot_arm(self) -> int:
         """The arm that ends in the pending chicken foot's double, -1 if none (R9)."""
-        return int(self._st.foot_arm[0])
+        return self._ints[kernel.GameBuffer.SCALAR_AT["foot_arm"]]
 
     @property
     def arms(self) -> list[Arm]:
@@ -370,13 +373,13 @@ class Engine:
         One call replaces the check-then-step loop a driver would run over these decisions (the
         single-agent adapter's opponents' turns), which is most of the decisions of a game."""
         finished: list[list[int]] = []
-        current = self._st.current
-        while not finished and current[0] != stop_seat:
+        ints, current = self._ints, kernel.GameBuffer.SCALAR_AT["current"]
+        while not finished and ints[current] != stop_seat:
             legal = self.legal_bits()
             if not legal:  # the game is over
                 break
             if legal & (legal - 1):  # more than one bit: a real choice
-                choose = choosers[current[0]] if choosers is not None else None
+                choose = choosers[ints[current]] if choosers is not None else None
                 if choose is None:
                     break
                 action = choose(legal)
@@ -479,8 +482,8 @@ class Engine:
         # the game buffer: a copy of a game is an independent game.
         return self.clone()
 
-    _BOUND = ("game", "_st", "_legal_bytes", "_held_bytes", "hands", "on_table", "played_by",
-              "voids")
+    _BOUND = ("game", "_st", "_bytes", "_ints", "_legal_bytes", "_held_bytes", "hands", "on_table",
+              "played_by", "voids")
 
     def __getstate__(self) -> dict:
         # The game buffer travels as an array; the views are rebuilt over the copy (copy,
@@ -554,12 +557,13 @@ class Engine:
         self._settle([])
 
 
-def _scalar(index: int) -> property:
-    return property(lambda self: int(self._st[index][0]))
+def _scalar(at: int) -> property:
+    return property(lambda self: self._ints[at])
 
 
 for _name in _SCALARS:
-    setattr(Engine, _name, _scalar(kernel.KernelState._fields.index(_name)))
+    setattr(Engine, _name, _scalar(kernel.GameBuffer.SCALAR_AT[_name]))
+_GAME_OVER_BYTE = 4 * kernel.GameBuffer.SCALAR_AT["game_over"]
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

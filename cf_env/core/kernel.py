@@ -1399,13 +1399,15 @@ def _as_action_ids(actions: np.ndarray) -> np.ndarray:
 # Python reads and writes the game through numpy views over the same buffer (`GameBuffer`).
 
 
-def _pack(arrays) -> tuple[np.ndarray, list[np.ndarray]]:
+def _pack(arrays, first=()) -> tuple[np.ndarray, list[np.ndarray]]:
     """One int64 buffer holding copies of `arrays` (header: each array's offset in words), and
-    views over it shaped as the arrays."""
-    offsets, at = [], len(arrays)
-    for a in arrays:
-        offsets.append(at)
-        at += (a.nbytes + 7) // 8
+    views over it shaped as the arrays. The arrays whose indices are in `first` are laid first
+    (a game's state scalars: each then lies at the same place whatever the config,
+    `GameBuffer.SCALAR_AT`)."""
+    offsets, at = [0] * len(arrays), len(arrays)
+    for k in [*first, *(k for k in range(len(arrays)) if k not in first)]:
+        offsets[k] = at
+        at += (arrays[k].nbytes + 7) // 8
     buffer = np.zeros(at, np.int64)
     buffer[: len(arrays)] = offsets
     views = []
@@ -1424,6 +1426,11 @@ class GameBuffer:
     numpy views over the buffers. Copying `buffer` copies the whole game."""
 
     __slots__ = ("buffer", "legal_words", "observation_size", "state", "table_buffer", "tables")
+
+    # Each state scalar's int32 index in `buffer` (viewed as int32; a bool reads 0 or 1): what
+    # the engine reads its scalars by, from a memoryview, at a fraction of a numpy item's cost.
+    SCALAR_AT = {f.name: 2 * (len(STATE_FIELDS) + 2 + k)
+                 for k, f in enumerate(f for f in STATE_FIELDS if not f.dims)}
 
     def __init__(self, config: ChickenFootConfig, copy_of: GameBuffer | None = None):
         """A game not yet dealt (deal it with `one_game`'s OP_NEW_GAME), or a copy of `copy_of`'s."""
@@ -1445,7 +1452,10 @@ def _game_layout(config: ChickenFootConfig):
                                   ob.divisors])
     arrays = [*new_state(config, 1), np.zeros((1, num_words(config)), np.uint64),
               np.zeros(1, np.int32)]
-    template, _ = _pack(arrays)
+    scalars = [k for k, f in enumerate(STATE_FIELDS) if not f.dims]
+    template, _ = _pack(arrays, first=scalars)
+    for name, at in GameBuffer.SCALAR_AT.items():  # what the engine's scalar reads rely on
+        assert 2 * template[KernelState._fields.index(name)] == at, name
     specs = [(a.dtype, a.shape, a.size, (a.nbytes + 7) // 8) for a in arrays]
     return (table_buffer, KernelTables(*tables[: len(KernelTables._fields)]), template, specs,
             ob.size)
