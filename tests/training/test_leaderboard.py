@@ -218,3 +218,55 @@ def test_a_file_that_is_no_board_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:
         lb.main(["--add", "greedy", "--out", str(tmp_path / "lb")])
     assert "not a leaderboard" in user_error(capsys, exited)
+
+
+# --------------------------------------------------------------------------- rating
+def _synthetic_matches(deals: int, seed: int) -> list[dict]:
+    """One 2-player match in which entry 1 wins each game with probability 0.6."""
+    rng = np.random.default_rng(seed)
+    games = []
+    for deal in range(deals):
+        for rotation in range(2):
+            seats = [0, 1] if rotation == 0 else [1, 0]
+            winner_entry = 1 if rng.random() < 0.6 else 0
+            winner_seat = seats.index(winner_entry)
+            points = [0, 0]
+            points[1 - winner_seat] = 10
+            games.append([deal, rotation, seats, points, [winner_seat]])
+    return [{"lineup": [0, 1], "seed": seed, "games": games}]
+
+
+def _interval_width(deals: int, tau) -> float:
+    _, samples = lb.rate_pool(TABLE, 2, _synthetic_matches(deals, 3), seed=0, bootstrap=40,
+                              tau=tau)
+    low, high = np.quantile(samples[:, 1], [0.025, 0.975])
+    return float(high - low)
+
+
+def test_without_drift_the_interval_narrows_as_games_are_added():
+    # Four times the games: about half the interval without drift; with OpenSkill's default
+    # drift the rating follows the recent games only, and the interval barely moves.
+    assert _interval_width(1600, 0.0) < 0.7 * _interval_width(400, 0.0)
+    assert _interval_width(1600, None) > 0.8 * _interval_width(400, None)
+
+
+def test_the_no_drift_update_is_openskills_bit_for_bit():
+    from openskill.models import PlackettLuce
+
+    from training.evaluation.stats import PlackettLuceUpdate
+
+    reference, fast = PlackettLuce(tau=0.0), PlackettLuceUpdate(0.0)
+    rng = np.random.default_rng(2)
+    ours = [(fast.mu, fast.sigma) for _ in range(4)]
+    theirs = [reference.rating() for _ in range(4)]
+    for _ in range(50):
+        ranks = rng.integers(0, 3, 4).astype(float).tolist()
+        ours = fast.rate(ours, [0, 1, 2, 3], ranks)
+        theirs = [team[0] for team in reference.rate([[r] for r in theirs], ranks=ranks)]
+        assert ours == [(r.mu, r.sigma) for r in theirs]
+    assert fast.tau == 0.0
+
+
+def test_a_new_board_records_that_it_was_rated_without_drift(board_files):
+    board = json.loads(board_files[1])
+    assert board["protocol"]["tau"] == lb.TAU == 0.0

@@ -28,7 +28,12 @@ test at 95% (the difference of their win rates per deal where both sat, Student-
 deals) excluding 0; one that favours the lower-rated entry is marked reversed.
 
 **Rating.** OpenSkill's Plackett-Luce model (the `openskill` package), every entry starting at
-its default prior, fed every game of every match ranked by R13 rank (ties share a rank). The
+its default prior, fed every game of every match ranked by R13 rank (ties share a rank), with no
+drift (`TAU` = 0). OpenSkill's default tau (25/300) adds variance to every rating before each
+game, a model of players whose skill changes: σ then levels off (about 1.6 on this table) and μ
+follows the last few hundred games an entry played, so more games would not narrow the board's
+intervals. The entries are frozen policies; without drift every game counts and the intervals
+shrink as games are added. The
 games are fed interleaved — deal 0 of every match (in schedule order, each rotation in turn),
 then deal 1 of every match, ... — so that no entry's rating is formed against opponents that
 have not yet moved from their prior. A sequential rating still depends on the order its games
@@ -121,7 +126,10 @@ DEFAULT_ENTRIES = (
 DEFAULT_DEALS = 48
 DEFAULT_MEETINGS = 2
 DEFAULT_BOOTSTRAP = 200
-DEFAULT_CHEAP_GAMES = 0  # off: the board of docs/leaderboard.md was built without cheap matches
+DEFAULT_CHEAP_GAMES = 0  # off; docs/leaderboard.md's board gives it on the command line
+# The entries are frozen policies, so their skill does not drift: no dynamics term (module
+# docstring, "Rating"). A board without "tau" in its protocol was rated with OpenSkill's default.
+TAU = 0.0
 ALPHARANK = {"m": 50, "alpha": 100.0}
 NOTES_BEGIN = "<!-- notes: hand-written, kept when the page is regenerated -->"
 NOTES_END = "<!-- end of notes -->"
@@ -297,11 +305,12 @@ class Rating(NamedTuple):
     sigma: float
 
 
-def _model() -> PlackettLuceUpdate:
-    """OpenSkill's default PlackettLuce update, operation for operation
-    (`training.evaluation.stats.PlackettLuceUpdate`: equal to `PlackettLuce().rate` bit for bit,
-    without its per-call copies, which were most of a board's rating time)."""
-    return PlackettLuceUpdate()
+def _model(tau: float | None = TAU) -> PlackettLuceUpdate:
+    """OpenSkill's PlackettLuce update with drift `tau` (None: OpenSkill's default), operation
+    for operation (`training.evaluation.stats.PlackettLuceUpdate`: equal to
+    `PlackettLuce(tau=tau).rate` bit for bit, without its per-call copies, which were most of a
+    board's rating time)."""
+    return PlackettLuceUpdate(tau)
 
 
 def _prior(model: PlackettLuceUpdate) -> Rating:
@@ -336,10 +345,10 @@ def _prepare(config: ChickenFootConfig, matches: list[dict]) -> list[dict]:
 
 
 def rate_pool(config: ChickenFootConfig, num_entries: int, matches: list[dict], seed: int,
-              bootstrap: int) -> tuple[list, np.ndarray]:
+              bootstrap: int, tau: float | None = TAU) -> tuple[list, np.ndarray]:
     """The pool's OpenSkill ratings over all its matches, and each entry's μ in each of
     `bootstrap` resamplings of every match's deals (rows: replicates)."""
-    model, n = _model(), config.num_players
+    model, n = _model(tau), config.num_players
     prepared = _prepare(config, matches)
     full = [np.arange(len(m["games"]) // n) for m in prepared]
     ratings = _rate(model, [_prior(model) for _ in range(num_entries)],
@@ -355,10 +364,10 @@ def rate_pool(config: ChickenFootConfig, num_entries: int, matches: list[dict], 
 
 
 def rate_newcomer(config: ChickenFootConfig, pool: list[dict], entry: int, matches: list[dict],
-                  seed: int, bootstrap: int) -> tuple:
+                  seed: int, bootstrap: int, tau: float | None = TAU) -> tuple:
     """The newcomer's rating over its matches with the pool's ratings held fixed, and its μ in
     each bootstrap replicate of its deals."""
-    model, n = _model(), config.num_players
+    model, n = _model(tau), config.num_players
     frozen = [Rating(p["rating"]["mu"], p["rating"]["sigma"]) for p in pool]
     prepared = _prepare(config, matches)
     full = [np.arange(len(m["games"]) // n) for m in prepared]
@@ -473,8 +482,9 @@ def rate_board(specs: list[str], config: ChickenFootConfig, matches: list[dict],
         "version": VERSION,
         "config": config.to_dict(),
         "protocol": {"deals": deals, "meetings": meetings, "seed": seed, "bootstrap": bootstrap,
-                     "cheap_games": cheap["games"], "cheap_deals": cheap["deals"],
-                     "rating": f"OpenSkill {openskill_version} PlackettLuce, default prior; mu is "
+                     "cheap_games": cheap["games"], "cheap_deals": cheap["deals"], "tau": TAU,
+                     "rating": f"OpenSkill {openskill_version} PlackettLuce, default prior, "
+                               f"tau {TAU:g} (no drift: the entries are frozen); mu is "
                                "the mean over the bootstrap replicates (each feeds its games in "
                                "its own order), sigma that of one pass fed interleaved by deal "
                                "across matches",
@@ -551,7 +561,7 @@ def add_entry(board: dict, spec: str, workers: int = 1, replace: bool = False) -
             matches += _play_all(names, extra, config, per_match, seeds, workers, "added cheap")
             lineups = lineups + extra
     rating, samples = rate_newcomer(config, pool, index, matches, protocol["seed"],
-                                    protocol["bootstrap"])
+                                    protocol["bootstrap"], protocol.get("tau"))
     entries.append({"spec": spec, "pool": False, "checkpoint_sha256": _checkpoint_digest(spec),
                     "cheap": cheap, "rating": _rating_dict(rating, samples),
                     **_entry_stats(index, matches)})

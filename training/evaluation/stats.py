@@ -238,15 +238,17 @@ class PlackettLuceUpdate:
     operation as `openskill.models.PlackettLuce.rate` computes it, without its per-call
     copies and checks.
 
-    Its parameters are read from a default `PlackettLuce()`. As in `rate`, entrants that are one
-    rating object (`identity[j]` equal: a policy on several seats, whose one rating is deep-copied
-    once per call) share one copy: the tau correction is applied to it once per seat, and each
-    seat's update starts from what the previous seats wrote into it."""
+    Its parameters are read from `PlackettLuce()` (with `tau`, `PlackettLuce(tau=tau)`: the
+    standard deviation added to every entrant's sigma before each game, OpenSkill's model of a
+    skill that drifts; 0 models a fixed skill). As in `rate`, entrants that are one rating object
+    (`identity[j]` equal: a policy on several seats, whose one rating is deep-copied once per
+    call) share one copy: the tau correction is applied to it once per seat, and each seat's
+    update starts from what the previous seats wrote into it."""
 
-    def __init__(self):
+    def __init__(self, tau: float | None = None):
         from openskill.models import PlackettLuce
 
-        model = PlackettLuce()
+        model = PlackettLuce() if tau is None else PlackettLuce(tau=tau)
         if (model.margin, model.limit_sigma, model.balance) != (0.0, False, False):
             raise ValueError("PlackettLuceUpdate follows the default PlackettLuce model only")
         self.mu, self.sigma = model.mu, model.sigma
