@@ -191,3 +191,12 @@ def test_a_tiny_expert_iteration_run_writes_a_checkpoint_that_plays(tmp_path):
         action = None if term or trunc else policy.act(obs)
         assert action is None or obs["action_mask"][action]
         env.step(action)
+
+
+def test_the_expert_iteration_recipe_loads_and_starts_from_the_shipped_actor():
+    from training.selfplay.learner import load_actor
+
+    config = load_config(ROOT / "configs" / "selfplay-4p-d9-xit.yaml")
+    assert 0 < config.selfplay.search_share < 1 and config.selfplay.search_ppo_loss
+    actor, _ = build_networks(config)
+    load_actor(actor, str(ROOT / config.selfplay.init_actor), config)  # shapes match
