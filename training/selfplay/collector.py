@@ -45,6 +45,15 @@ rollouts, so every rollout is a complete dataset), at the cost of one extra batc
 per seat per rollout. GAE (`compute_gae`) is one reverse pass over the buffer following the links
 (`next[i] > i` always).
 
+Expert iteration (`search_share` > 0, `selfplay.search_*`): after the actor's pass, a
+`search_share` of the step's decisions, drawn from the collector's own search stream, are
+searched one by one with `cf_env.agents.ismcts.ISMCTSPolicy.root_visits` from the seat's
+observation alone (the actor's softmax as the root's PUCT prior); the row keeps the visit
+distribution at temperature `search_temperature` as its `target` and `searched` = True, the action
+played is drawn from the target (or its argmax) and `logp` is the actor's log-probability of it.
+With share 0 no search exists and nothing is drawn: the rollout is plain PPO's, number for number.
+docs/training.md, "Search-distilled self-play", has the design and its cost.
+
 Privileged vector (the critic's extra input, training only; `Encoder.privileged`, laid out by
 `cf_env.core.observation.privileged_layout`): the other seats' hands, egocentric (the seat's left
 neighbour first, clockwise: (n-1)*T bits) and the boneyard's contents (T bits). The actor never reads it (`tests/training/test_selfplay.py` swaps hidden tiles and

@@ -14,6 +14,11 @@ Design, top to bottom as the code runs:
    log-probability, value loss (optionally clipped), entropy over the masked distribution
    (illegal logits = -1e8, not -inf: no NaN), one Adam over actor and critic, gradient
    clipping, advantages normalised per minibatch, early stop at `ppo.target_kl`.
+   With `selfplay.search_share` > 0 (expert iteration: docs/training.md, "Search-distilled
+   self-play") the rows the collector searched are left out of the clipped surrogate (their
+   action came from the search) and the loss adds `selfplay.distill_coef` x the cross-entropy
+   between their search target and the actor's masked distribution; the value loss reads every
+   row.
 3. **Actor and critic are separate MLPs** (`ppo.net_arch` each). The actor reads only the
    player's observation — what ships (`policy.npz`, the same `ppo:` format as before) and what
    plays. The critic also reads, during training only, the privileged vector: the other seats'
