@@ -200,3 +200,38 @@ def test_the_expert_iteration_recipe_loads_and_starts_from_the_shipped_actor():
     assert 0 < config.selfplay.search_share < 1 and config.selfplay.search_ppo_loss
     actor, _ = build_networks(config)
     load_actor(actor, str(ROOT / config.selfplay.init_actor), config)  # shapes match
+
+
+def test_a_collector_process_hands_over_the_search_targets_too():
+    """The targets and flags travel through the worker's shared-memory block unchanged."""
+    from training.selfplay.learner import LocalCollection, ProcessCollection
+
+    config = load_config(SMOKE, ["ppo.net_arch=[16]", "selfplay.num_games=4",
+                                 "selfplay.rollout_steps=6", "selfplay.search_share=0.5",
+                                 "selfplay.search_iterations=8"])
+    actor, critic = build_networks(config)
+    local = LocalCollection(config, seed=3, snapshots=[])
+    remote = ProcessCollection(config, seed=3, snapshots=[])
+    try:
+        mine, _ = local.collect(actor, critic, [])
+        theirs, _ = remote.collect(actor, critic, [])
+    finally:
+        remote.close()
+    assert mine.searched.any()
+    for name, array in vars(mine).items():
+        np.testing.assert_array_equal(getattr(theirs, name), array, err_msg=name)
+
+
+def test_root_visits_count_the_search_that_act_plays_the_most_visited_of():
+    config = ChickenFootConfig()
+    env = raw_env()
+    env.reset(seed=11)
+    for _ in env.agent_iter(max_iter=40):
+        obs, _, term, trunc, _ = env.last()
+        if not term and not trunc and obs["action_mask"].sum() > 1:
+            break
+        env.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[0]))
+    visits = ismcts.ISMCTSPolicy(config, seed=5, iterations=50).root_visits(obs)
+    played = ismcts.ISMCTSPolicy(config, seed=5, iterations=50).act(obs)
+    assert visits.sum() == 50 and not visits[obs["action_mask"] == 0].any()
+    assert visits[played] == visits.max()
