@@ -2,6 +2,8 @@
 
     python -m training.bench                 # 5 rounds, default config (about 3 minutes)
     python -m training.bench --rounds 3 --iterations 2 --set selfplay.overlap=true
+    python -m training.bench --rounds 1 --iterations 2 --no-baseline --set selfplay.overlap=false \
+        --set selfplay.search_share=0.1 --set selfplay.search_iterations=64   # expert iteration
 
 Each round measures, one after the other so both see the same background load:
 
@@ -15,7 +17,9 @@ Each round measures, one after the other so both see the same background load:
 
 The claim is the median over rounds of the per-round ratio self-play / constant x16 (target
 >= 2: the new trainer does at least twice the learner decisions per CPU second that MaskablePPO
-could do with a free env).
+could do with a free env). `--no-baseline` measures the self-play trainer alone (no
+MaskablePPO row, no ratio): comparing its own settings, e.g. expert iteration's search share
+and budget (docs/training.md, "Search-distilled self-play").
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def selfplay_rate(trainer: SelfPlayTrainer, iterations: int) -> tuple[float, flo
     return decisions / cpu, decisions / wall
 
 
-def run(sets: list[str], rounds: int, iterations: int) -> dict:
+def run(sets: list[str], rounds: int, iterations: int, baseline: bool = True) -> dict:
     config = load_config("configs/default.yaml", ["eval.every_steps=0", *sets])
     trainer = SelfPlayTrainer(config, seed=config.seed)
     trainer.iterate()  # warm-up: first rollout (and, with overlap, the collector's start)
@@ -70,10 +74,15 @@ def run(sets: list[str], rounds: int, iterations: int) -> dict:
             cpu_rate, wall_rate = selfplay_rate(trainer, iterations)
             rows["selfplay cpu"].append(cpu_rate)
             rows["selfplay wall"].append(wall_rate)
-            rows["constant x16"].append(cf_bench.ppo_rates(rules, budget, length).median("constant x16"))
+            if baseline:
+                rows["constant x16"].append(
+                    cf_bench.ppo_rates(rules, budget, length).median("constant x16"))
     finally:
         trainer.close()
     ratios = [a / b for a, b in zip(rows["selfplay cpu"], rows["constant x16"])]
+    if not baseline:
+        return {"settings": sets, "selfplay decisions/CPU-s": statistics.median(rows["selfplay cpu"]),
+                "selfplay decisions/wall-s": statistics.median(rows["selfplay wall"])}
     return {
         "settings": sets,
         "selfplay decisions/CPU-s": statistics.median(rows["selfplay cpu"]),
@@ -93,14 +102,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="self-play iterations (rollout + update) per round")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override a field of configs/default.yaml for the self-play trainer")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the MaskablePPO constant-cost row (and the ratio)")
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.iterations < 1:
         parser.error("--rounds and --iterations must be >= 1")
-    result = run(args.set, args.rounds, args.iterations)
+    result = run(args.set, args.rounds, args.iterations, baseline=not args.no_baseline)
     print("| trainer (default config, 4 players double-9) | learner decisions / CPU-s | / wall-s |")
     print("|---|---:|---:|")
     print(f"| self-play{' (' + ', '.join(args.set) + ')' if args.set else ''} | "
           f"{result['selfplay decisions/CPU-s']:,.0f} | {result['selfplay decisions/wall-s']:,.0f} |")
+    if args.no_baseline:
+        return 0
     print(f"| MaskablePPO, constant-cost env, 16 envs | "
           f"{result['MaskablePPO constant x16 steps/CPU-s']:,.0f} | |")
     print(f"\nself-play / MaskablePPO constant x16, per CPU second: **{result['ratio']:.2f}x** "

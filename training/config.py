@@ -135,6 +135,28 @@ class SelfPlaySettings:
     stay float32; about 1.7x faster on CPUs with AVX512-BF16 or AMX, much slower without); or
     "auto": bfloat16 where the CPU has those instructions, else float32 (the card's
     `update_dtype` says which ran). Collection and the shipped actor always run in float32."""
+    search_share: float = 0.0
+    """Expert iteration (docs/training.md, "Search-distilled self-play"): the share of learner
+    decisions the collector plays with the compiled, network-guided ISMCTS (`guided:`'s search,
+    the current actor's softmax as its root prior) and the update fits the actor to the
+    search's visit distribution; in [0, 1]. 0 = plain PPO (the default: nothing is searched)."""
+    search_iterations: int = 64
+    """ISMCTS iterations (determinizations) per searched decision; 1..100000 (the search's cap,
+    `cf_env.agents.ismcts.MAX_ITERATIONS`). Read only with search_share > 0."""
+    search_temperature: float = 1.0
+    """The target is the root visit counts raised to 1/search_temperature, normalised over the
+    legal actions: 1 = the visit distribution, lower = sharper. In [0.05, 10]."""
+    search_play: str = "sample"
+    """The action played at a searched decision: "sample" (drawn from the target) or "argmax"
+    (the target's most likely action)."""
+    distill_coef: float = 1.0
+    """Weight of the distillation loss: the cross-entropy between the search target and the
+    actor's masked distribution, averaged over a minibatch's searched decisions; >= 0."""
+    search_ppo_loss: bool = True
+    """Keep PPO's clipped policy loss on the decisions that were not searched (searched
+    decisions are never in the PPO surrogate: their action came from the search, not the actor).
+    False: the actor learns from the distillation loss alone (the critic fits outcomes either
+    way)."""
 
 
 @dataclass(frozen=True)
@@ -419,6 +441,8 @@ MAX_LAYER_UNITS, MAX_HIDDEN_LAYERS = 8192, 16  # ppo.net_arch (the checkpoint re
 MAX_ROLLOUT_BYTES = 8 << 30  # a self-play rollout's arrays, all workers together
 """Largest `seed`: a resumed run seeds with seed + steps, and numpy takes seeds below 2**32."""
 UPDATE_DTYPES = ("float32", "bfloat16", "auto")
+SEARCH_PLAYS = ("sample", "argmax")
+MAX_SEARCH_ITERATIONS = 100_000  # cf_env.agents.ismcts.MAX_ITERATIONS (checked in the tests)
 
 
 def _number(value) -> bool:
@@ -488,6 +512,21 @@ def validate(config: TrainConfig) -> None:
              "a number >= 0")
     _require("selfplay.update_dtype", sp.update_dtype, sp.update_dtype in UPDATE_DTYPES,
              f"one of {', '.join(map(repr, UPDATE_DTYPES))}")
+    _require("selfplay.search_share", sp.search_share,
+             _number(sp.search_share) and 0 <= sp.search_share <= 1, "in [0, 1] (0: plain PPO)")
+    _require("selfplay.search_iterations", sp.search_iterations,
+             1 <= sp.search_iterations <= MAX_SEARCH_ITERATIONS,
+             f"an int in 1..{MAX_SEARCH_ITERATIONS} (the search's cap)")
+    _require("selfplay.search_temperature", sp.search_temperature,
+             _number(sp.search_temperature) and 0.05 <= sp.search_temperature <= 10,
+             "a number in [0.05, 10]")
+    _require("selfplay.search_play", sp.search_play, sp.search_play in SEARCH_PLAYS,
+             f"one of {', '.join(map(repr, SEARCH_PLAYS))}")
+    _require("selfplay.distill_coef", sp.distill_coef,
+             _number(sp.distill_coef) and sp.distill_coef >= 0, "a number >= 0")
+    _require("selfplay.search_ppo_loss", sp.search_ppo_loss,
+             sp.search_ppo_loss or sp.search_share > 0,
+             "true when selfplay.search_share is 0 (else nothing trains the actor)")
     _require("selfplay.num_games", sp.num_games, sp.num_games % sp.workers == 0,
              f"a multiple of selfplay.workers ({sp.workers})")
     if config.algo == "selfplay":
@@ -512,10 +551,11 @@ def validate(config: TrainConfig) -> None:
         rows = sp.rollout_steps * sp.num_games
         rules = config.rules()
         width = observation_layout(rules).size + privileged_layout(rules).size
-        needed = rows * (width + rules.num_actions + 16) * 4  # state, mask, the per-row scalars
+        # state, mask and search target, the per-row scalars
+        needed = rows * (width + 2 * rules.num_actions + 16) * 4
         _require("selfplay.rollout_steps * selfplay.num_games", rows, needed <= MAX_ROLLOUT_BYTES,
                  f"small enough for a rollout of at most {MAX_ROLLOUT_BYTES >> 30} GiB "
-                 f"({rows:,} rows of {width + rules.num_actions} values need "
+                 f"({rows:,} rows of {width + 2 * rules.num_actions} values need "
                  f"{needed / (1 << 30):.1f} GiB)")
     o = config.opponents
     if not all(isinstance(k, str) and k for k in o.bots):

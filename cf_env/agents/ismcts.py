@@ -378,6 +378,29 @@ class ISMCTSPolicy:
         choices = [a for visits, mean, a in stats if (visits, mean) == best]
         return int(choices[0] if len(choices) == 1 else self.rng.choice(choices))
 
+    def root_visits(self, observation: Mapping[str, np.ndarray],
+                    prior: np.ndarray | None = None) -> np.ndarray:
+        """(A,) int64: the root's visit count per action after one search of the acting
+        player's decision (what `act` plays the most visited of), from `observation` alone, as
+        `act` searches; `prior` (A,) float64, if given, is the root's PUCT prior (for instance a
+        learner's softmax over the legal actions), else the guide's or none. Only legal actions
+        are counted (the expert-iteration target, `training.selfplay.collector`)."""
+        legal = np.flatnonzero(observation["action_mask"])
+        visits = np.zeros(self.config.num_actions, np.int64)
+        if legal.size == 1:
+            visits[legal[0]] = 1
+            return visits
+        _, sampler, root_engine, _, _ = self._position(observation)
+        if prior is None and self.guide is not None:
+            prior = self.guide.prior(np.asarray(observation["observation"], np.float32),
+                                     legal.tolist())
+        for a, n, _ in self._search_kernel(prior, root_engine, sampler):
+            visits[a] += n
+        keep = np.zeros_like(visits, dtype=bool)
+        keep[legal] = True
+        visits[~keep] = 0
+        return visits
+
     BLOCK = 64  # iterations per compiled call
     TIMED_BLOCK = 16  # under a time budget: the clock is read between blocks
 

@@ -45,6 +45,15 @@ rollouts, so every rollout is a complete dataset), at the cost of one extra batc
 per seat per rollout. GAE (`compute_gae`) is one reverse pass over the buffer following the links
 (`next[i] > i` always).
 
+Expert iteration (`search_share` > 0, `selfplay.search_*`): after the actor's pass, a
+`search_share` of the step's decisions, drawn from the collector's own search stream, are
+searched one by one with `cf_env.agents.ismcts.ISMCTSPolicy.root_visits` from the seat's
+observation alone (the actor's softmax as the root's PUCT prior); the row keeps the visit
+distribution at temperature `search_temperature` as its `target` and `searched` = True, the action
+played is drawn from the target (or its argmax) and `logp` is the actor's log-probability of it.
+With share 0 no search exists and nothing is drawn: the rollout is plain PPO's, number for number.
+docs/training.md, "Search-distilled self-play", has the design and its cost.
+
 Privileged vector (the critic's extra input, training only; `Encoder.privileged`, laid out by
 `cf_env.core.observation.privileged_layout`): the other seats' hands, egocentric (the seat's left
 neighbour first, clockwise: (n-1)*T bits) and the boneyard's contents (T bits). The actor never reads it (`tests/training/test_selfplay.py` swaps hidden tiles and
@@ -108,6 +117,8 @@ class Rollout:
     boot: np.ndarray  # (N,) float32: critic value of the seat's view at rollout end (open chains)
     game: np.ndarray  # (N,) int32
     seat: np.ndarray  # (N,) int8
+    target: np.ndarray  # (N, A) float32: the search's policy on searched rows, else zeros
+    searched: np.ndarray  # (N,) bool: the decision was played by the search (`search_share`)
     advantage: np.ndarray | None = None
     returns: np.ndarray | None = None
 
@@ -224,6 +235,10 @@ class Collector:
         episode: str = "round",
         options: DriverOptions | None = None,
         one_learner_seat: bool = False,
+        search_share: float = 0.0,
+        search_iterations: int = 64,
+        search_temperature: float = 1.0,
+        search_play: str = "sample",
     ):
         self.config = config
         # The driver options of `env.rules` (reward_mode; illegal actions raise). Forced
@@ -248,6 +263,19 @@ class Collector:
         self.obs_size = observation_layout(config).size
         self.priv_size = privileged_size(config)
         self.num_actions = config.num_actions
+        # Expert iteration (`search_share` > 0): the search and its own streams, seeded apart
+        # from `rng` (nothing above draws differently), so share 0 collects today's rollouts.
+        self.search_share = float(search_share)
+        self.search_temperature = float(search_temperature)
+        self.search_play = search_play
+        self.search = None
+        if self.search_share > 0:
+            from cf_env.agents.ismcts import ISMCTSPolicy
+
+            search_seed = np.random.SeedSequence([seed, 0x5EA2C4])
+            self.search_rng = np.random.default_rng(search_seed)
+            self.search = ISMCTSPolicy(config, int(self.search_rng.integers(2**62)),
+                                       iterations=int(search_iterations))
         self.open = np.full((num_games, config.num_players), -1, np.int64)  # chains' last rows
         for path in snapshots:
             self.add_snapshot(path)
@@ -343,10 +371,13 @@ class Collector:
             buf.game[base : base + g] = every
             buf.seat[base : base + g] = seats
             x = torch.from_numpy(rows)
-            actions, logp = sample_masked(actor(x[:, :d]), torch.from_numpy(mask), self.generator)
+            logits = actor(x[:, :d])
+            actions, logp = sample_masked(logits, torch.from_numpy(mask), self.generator)
             buf.value[base : base + g] = critic(x).squeeze(1).numpy()
             buf.logp[base : base + g] = logp.numpy()
             chosen = actions.numpy()
+            if self.search is not None:
+                self._search_step(out, chosen, buf, base, logits)
             buf.action[base : base + g] = chosen
             previous = self.open[every, seats]
             linked = previous >= 0
@@ -357,6 +388,48 @@ class Collector:
             self._settle(out, learners, buf)
         self._bootstrap(critic, buf)
         return buf.rollout()
+
+    def search_target(self, observation: np.ndarray, mask: np.ndarray,
+                      prior: np.ndarray) -> np.ndarray:
+        """(A,) float32: the search's improved policy at one learner decision: the root visit
+        counts of ISMCTS from that seat's observation alone (`ISMCTSPolicy.root_visits`, deals of
+        the hidden tiles sampled consistently with what it saw), `prior` (the actor's softmax,
+        zero on illegal actions) at the root, raised to 1/search_temperature and normalised.
+        Mass only on legal actions."""
+        visits = self.search.root_visits({"observation": observation, "action_mask": mask},
+                                         prior.astype(np.float64))
+        weights = visits.astype(np.float64) ** (1.0 / self.search_temperature)
+        weights[~mask.astype(bool)] = 0.0
+        total = weights.sum()
+        if total <= 0:  # no visits (cannot happen with iterations >= 1): the prior
+            weights, total = prior * mask, float((prior * mask).sum())
+        return (weights / total).astype(np.float32)
+
+    def _search_step(self, out, chosen: np.ndarray, buf: _Buffer, base: int,
+                     logits: torch.Tensor) -> None:
+        """Search a `search_share` of this step's decisions: their targets, `searched` flags and
+        the action played (sampled from the target, or its argmax), and the behaviour
+        log-probability of that action under the actor (PPO leaves these rows out)."""
+        g = self.num_games
+        picked = np.flatnonzero(self.search_rng.random(g) < self.search_share)
+        if not picked.size:
+            return
+        mask = torch.from_numpy(buf.mask[base : base + g])
+        log_probs = torch.log_softmax(logits.masked_fill(~mask, ILLEGAL_LOGIT), dim=1).numpy()
+        for i in picked.tolist():
+            row = base + i
+            legal = buf.mask[row]
+            prior = np.where(legal, np.exp(log_probs[i].astype(np.float64)), 0.0)
+            prior /= prior.sum()
+            target = self.search_target(buf.state[row, : self.obs_size], legal, prior)
+            if self.search_play == "argmax":
+                action = int(target.argmax())
+            else:
+                action = int(self.search_rng.choice(target.size, p=target / target.sum()))
+            buf.target[row] = target
+            buf.searched[row] = True
+            chosen[i] = action
+            buf.logp[row] = log_probs[i, action]
 
     def _settle(self, out, learners: np.ndarray, buf: _Buffer) -> None:
         """Pay the step's rewards (every round it paid) on each open chain's last transition,
@@ -397,6 +470,7 @@ def rollout_fields(size: int, width: int, num_actions: int) -> dict[str, tuple[t
             "value": (np.float32, vector), "reward": (np.float32, vector),
             "done": (np.bool_, vector), "next": (np.int64, vector), "boot": (np.float32, vector),
             "game": (np.int32, vector), "seat": (np.int8, vector),
+            "target": (np.float32, (size, num_actions)), "searched": (np.bool_, vector),
             "advantage": (np.float32, vector), "returns": (np.float32, vector)}
 
 

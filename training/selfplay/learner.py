@@ -14,6 +14,11 @@ Design, top to bottom as the code runs:
    log-probability, value loss (optionally clipped), entropy over the masked distribution
    (illegal logits = -1e8, not -inf: no NaN), one Adam over actor and critic, gradient
    clipping, advantages normalised per minibatch, early stop at `ppo.target_kl`.
+   With `selfplay.search_share` > 0 (expert iteration: docs/training.md, "Search-distilled
+   self-play") the rows the collector searched are left out of the clipped surrogate (their
+   action came from the search) and the loss adds `selfplay.distill_coef` x the cross-entropy
+   between their search target and the actor's masked distribution; the value loss reads every
+   row.
 3. **Actor and critic are separate MLPs** (`ppo.net_arch` each). The actor reads only the
    player's observation — what ships (`policy.npz`, the same `ppo:` format as before) and what
    plays. The critic also reads, during training only, the privileged vector: the other seats'
@@ -183,10 +188,16 @@ def ppo_update(actor, critic, optimizer, roll: Rollout, config: TrainConfig,
     old_value = torch.from_numpy(roll.value)
     advantages = torch.from_numpy(roll.advantage)
     returns = torch.from_numpy(roll.returns)
+    # Expert iteration (`selfplay.search_share`): searched rows train the actor through the
+    # distillation loss only; the PPO surrogate (and its KL and clip statistics) reads the others.
+    searched = torch.from_numpy(roll.searched)
+    target = torch.from_numpy(roll.target)
+    any_searched = bool(searched.any())
     params = [*actor.parameters(), *critic.parameters()]
     n = len(actions)
     batch = min(p.batch_size, n)
-    stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": [], "clip_fraction": []}
+    stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": [], "clip_fraction": [],
+             "distill_loss": []}
     epochs = 0
     autocast = update_autocast(s.update_dtype)
     for _ in range(p.n_epochs):
@@ -202,12 +213,23 @@ def ppo_update(actor, critic, optimizer, roll: Rollout, config: TrainConfig,
             new_logp = log_probs.gather(1, actions[idx, None]).squeeze(1)
             entropy = -(log_probs.exp() * log_probs).sum(1).mean()
             log_ratio = new_logp - old_logp[idx]
-            ratio = log_ratio.exp()
             adv = advantages[idx]
-            if len(idx) > 1:
+            distill = torch.zeros(())
+            if any_searched:
+                mine = searched[idx]
+                if mine.any():
+                    # Cross-entropy to the search target over the searched rows (illegal
+                    # actions carry no target mass: 0 * ILLEGAL_LOGIT-ish log-probs = 0).
+                    distill = -(target[idx][mine] * log_probs[mine]).sum(1).mean()
+                log_ratio, adv = log_ratio[~mine], adv[~mine]
+            ratio = log_ratio.exp()
+            if len(adv) > 1:
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-            pg_loss = torch.max(-adv * ratio,
-                                -adv * ratio.clamp(1 - p.clip_range, 1 + p.clip_range)).mean()
+            if len(adv) and (s.search_ppo_loss or not any_searched):
+                pg_loss = torch.max(-adv * ratio,
+                                    -adv * ratio.clamp(1 - p.clip_range, 1 + p.clip_range)).mean()
+            else:
+                pg_loss = torch.zeros(())
             if s.clip_value_loss:
                 clipped = old_value[idx] + (value - old_value[idx]).clamp(-p.clip_range, p.clip_range)
                 v_loss = 0.5 * torch.max((value - returns[idx]) ** 2,
@@ -215,18 +237,22 @@ def ppo_update(actor, critic, optimizer, roll: Rollout, config: TrainConfig,
             else:
                 v_loss = 0.5 * ((value - returns[idx]) ** 2).mean()
             loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
+            if any_searched:
+                loss = loss + s.distill_coef * distill
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(params, p.max_grad_norm)
             optimizer.step()
             with torch.no_grad():
-                kl = ((ratio - 1) - log_ratio).mean().item()
-                stats["clip_fraction"].append(((ratio - 1).abs() > p.clip_range).float().mean().item())
+                kl = ((ratio - 1) - log_ratio).mean().item() if len(ratio) else 0.0
+                stats["clip_fraction"].append(((ratio - 1).abs() > p.clip_range).float().mean().item()
+                                              if len(ratio) else 0.0)
             kls.append(kl)
             stats["policy_loss"].append(pg_loss.item())
             stats["value_loss"].append(v_loss.item())
             stats["entropy"].append(entropy.item())
             stats["approx_kl"].append(kl)
+            stats["distill_loss"].append(distill.item())
         epochs += 1
         if p.target_kl is not None and np.mean(kls) > p.target_kl:
             break
@@ -246,7 +272,9 @@ def collector_kwargs(config: TrainConfig) -> dict:
             "max_snapshots": o.max_snapshots, "snapshot_greedy": o.snapshot_greedy,
             "privileged": s.privileged_critic, "win_bonus": s.win_bonus,
             "episode": config.env.episode, "options": config.options(),
-            "one_learner_seat": s.one_learner_seat}
+            "one_learner_seat": s.one_learner_seat, "search_share": s.search_share,
+            "search_iterations": s.search_iterations,
+            "search_temperature": s.search_temperature, "search_play": s.search_play}
 
 
 def worker_seed(seed: int, worker: int) -> int:
@@ -510,6 +538,7 @@ class SelfPlayTrainer:
         done = time.perf_counter()
         update.update({
             "decisions": len(roll.action),
+            "searched": float(roll.searched.mean()) if len(roll.searched) else 0.0,
             "win_rate": stats["wins"] / max(stats["seats"], 1),
             "rounds": stats["rounds"],
             "learning_rate": self.optimizer.param_groups[0]["lr"],
@@ -653,7 +682,8 @@ def train_selfplay(config: TrainConfig, run_dir: Path, *, resume: bool = False,
             rate = session_steps / (time.perf_counter() - session_clock)
             console.update(trainer.steps)
             for name in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
-                         "explained_variance", "epochs", "learning_rate"):
+                         "explained_variance", "epochs", "learning_rate", "distill_loss",
+                         "searched"):
                 writer.add_scalar(f"train/{name}", stats[name], trainer.steps)
             writer.add_scalar("rollout/win_rate", stats["win_rate"], trainer.steps)
             writer.add_scalar("rollout/mean_reward_per_seat", stats["mean_reward"], trainer.steps)

@@ -1,0 +1,237 @@
+"""Search-distilled self-play (expert iteration, `selfplay.search_share`): the collector's search
+targets, the distillation loss, the config checks, a tiny run end to end, and that share 0 is
+plain PPO (docs/training.md, "Search-distilled self-play")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+try:  # pytest.importorskip's skip, written so that the imports below may follow it
+    import torch
+except ImportError:
+    pytest.skip("the train extra (torch) is not installed", allow_module_level=True)
+
+from variants import FIXED
+
+from cf_env import ChickenFootConfig
+from cf_env.agents import ismcts
+from cf_env.core.observation import observation_layout
+from cf_env.envs.env import raw_env
+from training import ppo
+from training.artifacts import checkpoints as ckpt
+from training.config import MAX_SEARCH_ITERATIONS, load_config
+from training.selfplay.collector import ILLEGAL_LOGIT, Collector, compute_gae, privileged_size
+from training.selfplay.learner import build_mlp, build_networks, ppo_update
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = str(ROOT / "configs" / "smoke.yaml")
+BOTS = {"greedy": 1.0, "random": 1.0, "heuristic": 1.0}
+
+
+def nets(config: ChickenFootConfig, seed: int = 0):
+    torch.manual_seed(seed)
+    obs = observation_layout(config).size
+    actor = build_mlp([obs, 16, config.num_actions], "tanh", 1.0)  # gain 1: a peaked prior
+    critic = build_mlp([obs + privileged_size(config), 16, 1], "tanh", 1.0)
+    return actor, critic
+
+
+# One table per set and player count the variants' fixed configs cover, a variant rule in each.
+TABLES = [ChickenFootConfig(**fixed) for fixed in FIXED[:6]]
+
+
+@pytest.mark.parametrize("config", TABLES, ids=lambda c: f"d{c.max_pips}-{c.num_players}p")
+def test_search_targets_are_distributions_over_the_legal_actions(config):
+    actor, critic = nets(config)
+    collector = Collector(config, 2, seed=3, pool_share=0.3, bots=BOTS, search_share=1.0,
+                          search_iterations=12)
+    roll = collector.collect(actor, critic, 4)
+    assert roll.searched.all()
+    target, mask = roll.target.astype(np.float64), roll.mask
+    np.testing.assert_allclose(target.sum(1), 1.0, atol=1e-6)
+    assert (target >= 0).all() and not target[~mask].any()  # no mass on an illegal action
+    rows = np.arange(len(roll.action))
+    assert mask[rows, roll.action].all() and (target[rows, roll.action] > 0).all()
+    # The behaviour log-probability is the actor's, of the action the search played.
+    obs = torch.from_numpy(roll.state[:, : observation_layout(config).size])
+    with torch.no_grad():
+        logits = actor(obs).masked_fill(~torch.from_numpy(mask), ILLEGAL_LOGIT)
+        logp = torch.log_softmax(logits, 1)[rows, roll.action].numpy()
+    np.testing.assert_allclose(roll.logp, logp, rtol=1e-5, atol=1e-5)
+
+
+def test_the_target_is_the_root_visit_counts_sharpened_by_the_temperature():
+    config = ChickenFootConfig()
+    actor, critic = nets(config)
+    warm = Collector(config, 2, seed=4, pool_share=0.3, bots=BOTS, search_share=1.0,
+                     search_iterations=40, search_temperature=1.0)
+    cold = Collector(config, 2, seed=4, pool_share=0.3, bots=BOTS, search_share=1.0,
+                     search_iterations=40, search_temperature=0.25)
+    a, b = warm.collect(actor, critic, 1), cold.collect(actor, critic, 1)
+    # The same seeds search the same trees: visits^(1/T) normalised.
+    expected = a.target.astype(np.float64) ** 4
+    expected /= expected.sum(1, keepdims=True)
+    np.testing.assert_allclose(b.target, expected, atol=1e-5)
+    np.testing.assert_allclose(a.target * 40, np.round(a.target * 40), atol=1e-4)  # counts / 40
+
+
+def test_distillation_loss_falls_on_a_fixed_batch_of_targets():
+    """A deterministic tiny fit: updates on one rollout of search targets, PPO's surrogate off,
+    bring the actor's cross-entropy to the targets down."""
+    config = load_config(SMOKE, ["ppo.net_arch=[16]", "selfplay.search_share=1.0",
+                                 "selfplay.search_ppo_loss=false", "ppo.n_epochs=4",
+                                 "ppo.learning_rate=0.01", "ppo.ent_coef=0.0",
+                                 "ppo.target_kl=null"])
+    torch.manual_seed(0)
+    actor, critic = build_networks(config)
+    collector = Collector(config.rules(), 4, seed=1, pool_share=0.3, bots=BOTS, search_share=1.0,
+                          search_iterations=16)
+    roll = collector.collect(actor, critic, 16)
+    compute_gae(roll, 0.99, 0.95)
+    optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=0.01)
+    generator = torch.Generator().manual_seed(0)
+    losses = [ppo_update(actor, critic, optimizer, roll, config, generator)["distill_loss"]
+              for _ in range(6)]
+    assert losses[-1] < 0.8 * losses[0], losses
+    assert all(np.isfinite(losses))
+
+
+def test_searched_decisions_are_left_out_of_the_ppo_surrogate():
+    """The PPO policy loss reads only the decisions the actor played: changing the advantages
+    of the searched rows does not change it."""
+    config = load_config(SMOKE, ["ppo.net_arch=[16]", "selfplay.search_share=0.5",
+                                 "ppo.n_epochs=1", "ppo.batch_size=1024"])
+    torch.manual_seed(0)
+    actor, critic = build_networks(config)
+    collector = Collector(config.rules(), 4, seed=2, pool_share=0.3, bots=BOTS, search_share=0.5,
+                          search_iterations=8)
+    roll = collector.collect(actor, critic, 8)
+    compute_gae(roll, 0.99, 0.95)
+    assert 0 < roll.searched.sum() < len(roll.searched)
+    assert not roll.target[~roll.searched].any()
+
+    def policy_loss(advantage):
+        roll.advantage = advantage.astype(np.float32)
+        a, c = build_networks(config)
+        a.load_state_dict(actor.state_dict())
+        c.load_state_dict(critic.state_dict())
+        opt = torch.optim.Adam([*a.parameters(), *c.parameters()], lr=0.0)
+        return ppo_update(a, c, opt, roll, config, torch.Generator().manual_seed(0))["policy_loss"]
+
+    # Behaviour log-probabilities off the actor's, so that the ratios are not all 1 (where the
+    # surrogate is the normalised advantages' mean, 0 whatever they are).
+    roll.logp = roll.logp - np.random.default_rng(0).uniform(0, 0.1, len(roll.logp)).astype(np.float32)
+    base = roll.advantage.copy()
+    changed = base.copy()
+    changed[roll.searched] += 100.0
+    assert policy_loss(changed) == pytest.approx(policy_loss(base), abs=1e-7)
+    changed = base.copy()
+    changed[np.flatnonzero(~roll.searched)[:5]] += 3.0
+    assert policy_loss(changed) != pytest.approx(policy_loss(base), abs=1e-4)
+
+
+@pytest.mark.parametrize("assignment, field", [
+    ("selfplay.search_share=1.5", "selfplay.search_share"),
+    ("selfplay.search_share=-0.1", "selfplay.search_share"),
+    ("selfplay.search_iterations=0", "selfplay.search_iterations"),
+    (f"selfplay.search_iterations={MAX_SEARCH_ITERATIONS + 1}", "selfplay.search_iterations"),
+    ("selfplay.search_temperature=0", "selfplay.search_temperature"),
+    ("selfplay.search_temperature=.nan", "selfplay.search_temperature"),
+    ("selfplay.search_play=best", "selfplay.search_play"),
+    ("selfplay.distill_coef=-1", "selfplay.distill_coef"),
+    ("selfplay.search_ppo_loss=false", "selfplay.search_ppo_loss"),  # share 0: nothing trains
+])
+def test_bad_search_settings_are_refused_naming_the_field(assignment, field):
+    with pytest.raises(ValueError, match=rf"^{field} must be"):
+        load_config(SMOKE, [assignment])
+
+
+def test_the_iteration_bound_is_the_searchs_own_cap():
+    assert MAX_SEARCH_ITERATIONS == ismcts.MAX_ITERATIONS
+
+
+def test_share_zero_collects_exactly_the_plain_ppo_rollout():
+    """search_share 0 draws nothing new: the same seed gives the same numbers in every array as
+    a collector built without any search setting, and no row is searched."""
+    config = ChickenFootConfig()
+    actor, critic = nets(config)
+    plain = Collector(config, 4, seed=5, pool_share=0.5, bots=BOTS)
+    zero = Collector(config, 4, seed=5, pool_share=0.5, bots=BOTS, search_share=0.0,
+                     search_iterations=500, search_temperature=0.1, search_play="argmax")
+    assert zero.search is None
+    for _ in range(2):
+        a, b = plain.collect(actor, critic, 12), zero.collect(actor, critic, 12)
+        for name, array in vars(a).items():
+            if array is not None:
+                np.testing.assert_array_equal(getattr(b, name), array, err_msg=name)
+        assert not b.searched.any() and not b.target.any()
+
+
+@pytest.mark.slow
+def test_a_tiny_expert_iteration_run_writes_a_checkpoint_that_plays(tmp_path):
+    args = ["--config", SMOKE, "--set", f"runs_dir={tmp_path}", "--set", "run_name=xit",
+            "--set", "progress_bar=false", "--set", "total_steps=1024",
+            "--set", "eval.every_steps=0", "--set", "selfplay.search_share=0.5",
+            "--set", "selfplay.search_iterations=8"]
+    ppo.main(args)
+    run = tmp_path / "xit"
+    card = ckpt.read_card(ckpt.resolve_checkpoint(run))
+    assert card["steps"] == 1024
+    assert card["train_config"]["selfplay"]["search_share"] == 0.5
+    from cf_env.agents.policies import load_policy
+
+    policy = load_policy(f"ppo:{run}", ChickenFootConfig(), seed=0)
+    env = raw_env()
+    env.reset(seed=7)
+    for _ in env.agent_iter(max_iter=150):
+        obs, _, term, trunc, _ = env.last()
+        action = None if term or trunc else policy.act(obs)
+        assert action is None or obs["action_mask"][action]
+        env.step(action)
+
+
+def test_the_expert_iteration_recipe_loads_and_starts_from_the_shipped_actor():
+    from training.selfplay.learner import load_actor
+
+    config = load_config(ROOT / "configs" / "selfplay-4p-d9-xit.yaml")
+    assert 0 < config.selfplay.search_share < 1 and config.selfplay.search_ppo_loss
+    actor, _ = build_networks(config)
+    load_actor(actor, str(ROOT / config.selfplay.init_actor), config)  # shapes match
+
+
+def test_a_collector_process_hands_over_the_search_targets_too():
+    """The targets and flags travel through the worker's shared-memory block unchanged."""
+    from training.selfplay.learner import LocalCollection, ProcessCollection
+
+    config = load_config(SMOKE, ["ppo.net_arch=[16]", "selfplay.num_games=4",
+                                 "selfplay.rollout_steps=6", "selfplay.search_share=0.5",
+                                 "selfplay.search_iterations=8"])
+    actor, critic = build_networks(config)
+    local = LocalCollection(config, seed=3, snapshots=[])
+    remote = ProcessCollection(config, seed=3, snapshots=[])
+    try:
+        mine, _ = local.collect(actor, critic, [])
+        theirs, _ = remote.collect(actor, critic, [])
+    finally:
+        remote.close()
+    assert mine.searched.any()
+    for name, array in vars(mine).items():
+        np.testing.assert_array_equal(getattr(theirs, name), array, err_msg=name)
+
+
+def test_root_visits_count_the_search_that_act_plays_the_most_visited_of():
+    config = ChickenFootConfig()
+    env = raw_env()
+    env.reset(seed=11)
+    for _ in env.agent_iter(max_iter=40):
+        obs, _, term, trunc, _ = env.last()
+        if not term and not trunc and obs["action_mask"].sum() > 1:
+            break
+        env.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[0]))
+    visits = ismcts.ISMCTSPolicy(config, seed=5, iterations=50).root_visits(obs)
+    played = ismcts.ISMCTSPolicy(config, seed=5, iterations=50).act(obs)
+    assert visits.sum() == 50 and not visits[obs["action_mask"] == 0].any()
+    assert visits[played] == visits.max()
