@@ -41,13 +41,13 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
 from training.evaluation.stats import difference_ci, game_values, mean_ci
 from training.evaluation.variance import (
-    _BLAS,
     CORRECTED_METRICS,
     FOLDS,
     DrawCorrector,
@@ -57,6 +57,7 @@ from training.evaluation.variance import (
 FIT = "fit"  # `variance_reduction="fit"`: the value is fitted on calibration deals
 MODELS = ("ridge", "mlp")
 DEFAULT_MODEL = "mlp"
+_BLAS = ThreadpoolController()
 DEFAULT_CALIBRATION_DEALS = 500
 POSITIONS_PER_GAME = 8  # rows kept per calibration game and seat (after random actions)
 RIDGE = 1.0  # the ridge penalty (rows are 0/1 bits and small counts)
