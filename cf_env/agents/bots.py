@@ -1,5 +1,7 @@
 """Baseline bots: `random`, `greedy` and `heuristic` (their specs are in `cf_env.agents.policies`).
-Each is deterministic given its seed and asks only the action mask for legality.
+Each is deterministic given its seed and asks only the action mask for legality. Each draws its
+action uniformly from `choices(observation)` (one action: no chance), so what it does at random is
+known exactly (`training.evaluation.variance` corrects that luck).
 
 * `RandomPolicy`    — uniform over legal actions.
 * `GreedyPolicy`    — plays the legal tile with the most points (double-blank at its R12 value);
@@ -35,6 +37,10 @@ class RandomPolicy:
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
         return int(self.rng.choice(np.flatnonzero(observation["action_mask"])))
 
+    def choices(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The actions `act` draws from uniformly: every legal one."""
+        return np.flatnonzero(observation["action_mask"])
+
     def act_bits(self, legal: int) -> int:
         legal_actions = actions_in(legal)
         return legal_actions[int(self.rng.integers(len(legal_actions)))]
@@ -58,10 +64,14 @@ class GreedyPolicy:
         self._by_points = [groups[value] for value in sorted(groups, reverse=True)]
 
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
+        best = self.choices(observation)
+        return int(best[0] if best.size == 1 else self.rng.choice(best))
+
+    def choices(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The actions `act` draws from uniformly (ascending): the legal ones of most points."""
         legal = np.flatnonzero(observation["action_mask"])
         values = self.action_points[legal]
-        best = legal[values == values.max()]
-        return int(best[0] if best.size == 1 else self.rng.choice(best))
+        return legal[values == values.max()]
 
     def act_bits(self, legal: int) -> int:
         for group in self._by_points:
@@ -133,15 +143,20 @@ class HeuristicPolicy:
         self.left_open = np.where(high, self.tables.lo[tiles], self.tables.hi[tiles])
 
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
+        best = self.choices(observation)
+        return int(best[0] if best.size == 1 else self.rng.choice(best))
+
+    def choices(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The actions `act` draws from uniformly (ascending): the plays of best score, or the
+        one action when it has no choice."""
         legal = np.flatnonzero(observation["action_mask"])
         if legal.size == 1:
-            return int(legal[0])
+            return legal
         plays = legal[legal < self.config.draw_action]
         if plays.size == 0:  # cannot place: DRAW or PASS, whichever is legal (R8)
-            return int(legal[0])
+            return legal[:1]
         scores = self.scores(self.decoder.decode(observation["observation"]), plays)
-        best = plays[scores >= scores.max() - 1e-9]
-        return int(best[0] if best.size == 1 else self.rng.choice(best))
+        return plays[scores >= scores.max() - 1e-9]
 
     def score(self, state: ObservedState, action: int) -> float:
         """The heuristic value of one legal play (see the class docstring)."""

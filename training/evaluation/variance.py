@@ -88,7 +88,7 @@ class DrawCorrector:
     engine's games: `Engine.reset(engine_seed)`, then every action of `Engine.history`) and
     returns an array (games, num_players) of D_s per game and seat."""
 
-    def __init__(self, config: ChickenFootConfig, value: ValueHead):
+    def __init__(self, config: ChickenFootConfig, value: ValueHead, context_size: int = 0):
         if config.draw_until_playable:
             raise ValueError(
                 "variance reduction corrects one chance event per DRAW action; with "
@@ -100,13 +100,17 @@ class DrawCorrector:
         self.value = value
         self.encoder = Encoder(config)
         obs, priv = self.encoder.layout, self.encoder.privileged_layout
-        if value.input_size != obs.size + priv.size:
+        if value.input_size != obs.size + priv.size + context_size:
             raise ValueError(
                 f"the value head takes {value.input_size} inputs; games of {_table(config)} have "
                 f"an observation and a privileged vector of {obs.size} + {priv.size}: use the "
                 "value head of a checkpoint trained for this table"
             )
-        self.obs_size, self.width = obs.size, obs.size + priv.size
+        self.obs_size, self.width = obs.size, obs.size + priv.size + context_size
+        self.priv_stop = obs.size + priv.size  # then `context_size` columns of `context`
+        # Each seat's context columns (num_players, context_size), the same at every position of
+        # a game: `training.evaluation.aivat` writes there who sits where.
+        self.context = np.zeros((config.num_players, context_size), np.float32)
         self._hand = obs.slices["hand"].start
         self._drawn = obs.slices["drawn_tile"].start
         self._opponents = obs.size + priv.slices["opponent_hands"].start
@@ -124,7 +128,8 @@ class DrawCorrector:
         base = np.empty((self.config.num_players, self.width), dtype=np.float32)
         for seat in range(self.config.num_players):
             self.encoder.observe(engine, seat, out=base[seat, : self.obs_size])
-            self.encoder.privileged(engine, seat, out=base[seat, self.obs_size :])
+            self.encoder.privileged(engine, seat, out=base[seat, self.obs_size : self.priv_stop])
+        base[:, self.priv_stop :] = self.context
         return drawer, outcomes, base
 
     def _holder_blocks(self, drawer: int) -> list[tuple[int, tuple[int, ...]]]:
