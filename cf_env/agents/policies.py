@@ -24,7 +24,9 @@ Two conventions shared by everything that drives policies (the single-agent adap
 Specs (used by every CLI) are the table `POLICY_SPECS` — ``random``, ``greedy``, ``heuristic``,
 ``ismcts[:<iterations> | :ms=<milliseconds>]``, ``guided:<checkpoint
 path>[:<iterations> | :ms=<milliseconds>]``, ``lookahead:<checkpoint path>[:<determinizations>
-| :ms=<milliseconds>]``, ``belief:`` (the same forms), ``ppo:<checkpoint path>`` — plus ``some.module:factory``
+| :ms=<milliseconds>]``, ``belief:`` (the same forms), ``br:<target>[:<determinizations> |
+:ms=<milliseconds>]`` (a search best response to a bot or ``ppo:`` target), ``ppo:<checkpoint
+path>`` — plus ``some.module:factory``
 for user code and the names `register_policy` adds. Search budgets are bounded, in the spec
 and in the constructor alike: at most 100,000 iterations (`cf_env.agents.ismcts.MAX_ITERATIONS`)
 or 10,000 determinizations (`cf_env.agents.lookahead.MAX_DETERMINIZATIONS`), and at most
@@ -114,6 +116,11 @@ POLICY_SPECS: dict[str, PolicySpec] = {
                          "lookahead with determinizations weighted by how likely the "
                          "checkpoint's actor was to make the opponents' moves",
                          checkpoint="cf_env.agents.ismcts:guided_checkpoint"),
+    "br": PolicySpec("cf_env.agents.best_response:br_from_spec", True,
+                     "br:<target>[:<determinizations> | :ms=<milliseconds>]",
+                     "search best response to a fixed target (random, greedy, heuristic or "
+                     "ppo:<checkpoint>): each move played out with the target on every seat",
+                     checkpoint="cf_env.agents.best_response:br_checkpoint"),
     "ppo": PolicySpec("cf_env.agents.checkpoint:ppo_policy", True, "ppo:<checkpoint>",
                       "a weights-only checkpoint's network, argmax over the legal actions",
                       checkpoint=str),  # the arg is the path

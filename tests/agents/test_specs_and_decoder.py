@@ -35,6 +35,7 @@ SPECS = {
     "guided": (f"guided:{CKPT}:3", "ISMCTSPolicy"),
     "lookahead": (f"lookahead:{VALUED}:3", "LookaheadPolicy"),
     "belief": (f"belief:{VALUED}:3", "LookaheadPolicy"),
+    "br": ("br:greedy:3", "BestResponsePolicy"),
     "ppo": (f"ppo:{CKPT}", "NumpyPolicy"),
 }
 
