@@ -326,7 +326,7 @@ print(policy_names())
     lines = result.stdout.splitlines()
     assert lines[:4] == ["RandomPolicy", "GreedyPolicy", "mine", "mine True"]
     assert lines[4] == str(
-        ["belief", "greedy", "guided", "heuristic", "ismcts", "lookahead", "mine", "random",
+        ["belief", "br", "greedy", "guided", "heuristic", "ismcts", "lookahead", "mine", "random",
          "ppo:<checkpoint>", "module:factory"]
     )
 

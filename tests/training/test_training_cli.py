@@ -207,7 +207,7 @@ def test_config_ranges_and_types_are_checked(override, message):
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("gredy", "unknown policy spec 'gredy'; valid: belief, greedy"),
+        ("gredy", "unknown policy spec 'gredy'; valid: belief, br, greedy"),
         ("greedy:3", "'greedy' takes no ':<argument>'"),
         ("ismcts:many", "iterations must be a positive int"),
         ("ppo:no/such/run", "policy spec 'ppo:no/such/run': no checkpoint at"),
