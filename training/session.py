@@ -130,6 +130,7 @@ def evaluate_checkpoint(path: Path, rules: ChickenFootConfig, config: TrainConfi
 
         agent = functools.partial(ckpt.load_ppo_policy, str(path))
         metrics, lines = {}, []
+        wall = ckpt.read_card(path).get("wall_time_s")  # the run's time when it was written
         for opponent in config.eval.opponents:
             result = evaluate([agent, opponent], rules, config.eval.deals, seed=config.seed,
                               workers=config.eval.workers, single_round=config.eval.single_round)
@@ -140,7 +141,8 @@ def evaluate_checkpoint(path: Path, rules: ChickenFootConfig, config: TrainConfi
             metrics[f"round_score_vs_{opponent}"] = score["mean"]
             lines.append({"steps": steps, "opponent": opponent, "win_rate": win,
                           "round_score": score, "deals": config.eval.deals,
-                          "single_round": config.eval.single_round})
+                          "single_round": config.eval.single_round,
+                          **({} if wall is None else {"wall_time_s": wall})})
     except Exception:  # noqa: BLE001 — reported, then training goes on
         console.say(f"[training.ppo] evaluation at step {steps} failed:\n{traceback.format_exc()}")
         return None
