@@ -297,6 +297,13 @@ def _check_scores(engine: Engine, engine_seed: int, scores: Sequence | None) -> 
             f"{engine.scores}, not the {[list(s) for s in scores]} played")
 
 
+# The rollout value's draw terms are weighted: the k-th draw of a game with a term (k = 0, 1,
+# ...) by 1 / (k + 1). Every rollout of a game's draws reads the same real future, so later
+# draws' terms largely repeat what the earlier ones measured; the weight depends only on the
+# history, so each weighted term keeps mean zero (docs/variance-reduction.md measures it).
+DRAW_WEIGHTING = "1 / (k + 1) for the k-th draw of the game with a term (k = 0, 1, ...)"
+
+
 class RolloutCorrector:
     """Each seat's draw and action terms (module docstring) with V from rollouts of the lineup
     (`training.evaluation.rollout.RolloutValue`: the position after each outcome played out by
@@ -330,6 +337,7 @@ class RolloutCorrector:
         engine.reset(engine_seed)
         n = self.config.num_players
         terms = np.zeros((n, 2, 2))  # seat, (draw, action), (win share, points)
+        draws = 0
         with _BLAS.limit(limits=1, user_api="blas"):
             for index, action in enumerate(actions):
                 action = int(action)
@@ -347,11 +355,14 @@ class RolloutCorrector:
                     tiles = np.sort(np.asarray(engine.boneyard, np.int64))
                     v = self.value.outcome_values(engine, tiles, True, event_seed(seed, index))
                     drawn_tile = engine.boneyard[-1]  # the next drawn is the last
+                    # Weighted 1 / (draws with a term before it in this game + 1): a weight
+                    # the history fixes, so the term keeps mean zero (`DRAW_WEIGHTING`).
                     terms[:, 0] += (v[int(np.flatnonzero(tiles == drawn_tile)[0])]
-                                    - v.mean(axis=0))
-                    self.draws += 1
+                                    - v.mean(axis=0)) / (1 + draws)
+                    draws += 1
                 engine.step(action)
         _check_scores(engine, engine_seed, scores)
+        self.draws += draws
         return np.concatenate([terms[:, :, 0], terms[:, :, 1]], axis=1)
 
 
@@ -498,7 +509,8 @@ def aivat_estimates(info: dict, labels: Sequence[str], per_deal: dict[str, np.nd
              "bot's twin by the compiled bot, a greedy network by itself, any other policy by "
              "the heuristic), a draw's outcomes on the real boneyard order with the outcome's "
              "tile swapped to the front; V is the mean win share (win_rate) or R12 points "
-             "(round_score) over the rollouts" if rollout else
+             "(round_score) over the rollouts; the k-th draw term of a game (k = 0, 1, ...) is "
+             "weighted 1 / (k + 1), a weight the history fixes" if rollout else
              "fitted for this lineup on calibration deals of a seed stream disjoint from "
              "the measured deals (training.evaluation.aivat): each seat's observation, "
              "privileged vector and who sits where -> its win share")
