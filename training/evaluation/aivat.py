@@ -1,22 +1,39 @@
-"""AIVAT-complete variance reduction: action terms, and a value fitted for the lineup evaluated.
+"""AIVAT-complete variance reduction: action terms, and a value made for the lineup evaluated.
 
 `training.evaluation.variance` corrects the draws with the shipped critic. This module adds the
 two things its page found missing (docs/variance-reduction.md), for
-`evaluate(variance_reduction="fit")`:
+`evaluate(variance_reduction="fit")` (CLI `--variance-reduction fit`): each game's draw terms
+and action terms (`TERM_COLUMNS`) are computed in the block that played it (`block_terms`),
+by `RolloutCorrector` or `AivatCorrector` (`make_corrector`), and `aivat_estimates` turns them
+into the result's entry.
 
 **Action terms.** A policy that draws its action at random from a distribution it can name
-(the bots: `choices(observation)`, the actions `act` picks from uniformly; `random`: every legal
-action) is a chance event like a draw. At such a decision of seat p, with the tied actions T,
-seat s's term is
+(`action_distribution`: the bots' `choices(observation)`, the actions `act` picks from
+uniformly, every legal action for `random`; a sampling `NumpyPolicy`, the softmax of its masked
+logits) is a chance event like a draw. At such a decision of seat p, with the actions A it
+could draw and their probabilities p(a), seat s's term is
 
-    V(h·a_taken, s) - mean over a in T of V(h·a, s),
+    V(h·a_taken, s) - sum over a in A of p(a) V(h·a, s),
 
-which has mean exactly zero given the position: the bot's generator, not the game, picks a.
-h·a is built on an engine copy (`Engine.copy_from`, then `step(a)`). A decision with one
-possible action contributes nothing and is skipped; a policy without `choices` (a `ppo:`
-network plays argmax) is never corrected. Terms left out cost variance, never bias.
+which has mean exactly zero given the position: the policy's generator, not the game, picks a.
+The term is computed at every such decision, whatever was taken (a `random` seat's DRAW then
+also gets its draw term). A decision with one possible action contributes nothing; a policy
+with no known distribution (a `ppo:` network plays argmax) is never corrected. Terms left out
+cost variance, never bias.
 
-**A value fitted for evaluation.** V is fitted on calibration deals: the same lineup, played
+**The rollout value** (`value_model="rollout"`, the default; `RolloutCorrector`). V(h·o, s) is
+seat s's win share (and, for the round score, its R12 points) at the round's end when the
+position after outcome o is played out by the lineup itself: each seat by its policy (a
+compiled bot's twin by the compiled bot, a greedy network by itself, batched over every
+outcome's rollouts; anything else by the heuristic), `rollouts` times, on the kernel
+(`training.evaluation.rollout`, which says why its draw outcomes read the real boneyard order
+with the outcome's tile swapped to the front and still give terms of mean exactly zero). Its
+tie-breaks draw from a stream of its own per game (`rollout_seed`, then per event and outcome).
+The k-th draw term of a game (k = 0, 1, ...) is weighted 1 / (k + 1) (`DRAW_WEIGHTING`): the
+history fixes the weight, so the term keeps its zero mean. Nothing is fitted: no calibration
+deals.
+
+**A value fitted for evaluation** (`value_model` "ridge" or "mlp"). V is fitted on calibration deals: the same lineup, played
 as the evaluation plays it (duplicate rotation, the per-game path), on deals of a seed stream
 disjoint from the measured ones (`calibration_seed`). At a few positions of each calibration
 game (`POSITIONS_PER_GAME`, after a random action), each seat's row, its observation and
@@ -25,10 +42,13 @@ lineup's context (one-hot of the policy at each seat, counted from the seat itse
 with that seat's win share of the game (R13; the corrected metric). `fit_value` fits a ridge
 regression or a small MLP (`MODELS`) on it and returns a `FittedValue`, which reads rows as
 `cf_env.agents.checkpoint.ValueHead` does, so `DrawCorrector`'s first-layer shortcut serves it.
-V is fixed before the first measured deal, so every term keeps its zero mean.
+V is fixed before the first measured deal, so every term keeps its zero mean. `calibrate` keeps
+the last `HELD_OUT` of the calibration deals out of the fit and reports R² on them.
 
-**Estimate.** Each policy gets two controls per deal, its draw terms and its action terms
-(each averaged over the games and seats it held); y - b·(D_draw, D_action) with b the
+**Estimate.** Each policy gets two controls per deal and metric, its draw terms and its action
+terms (each averaged over the games and seats it held; `METRIC_COLUMNS`: V of the win share for
+the win rate, of the points for the round score, where the value has them); y - b·(D_draw,
+D_action) with b the
 least-squares coefficients fitted on the other half of the deals (`cross_fitted_multi`, as
 `variance.cross_fitted` does with one control), which keeps the estimate exactly unbiased. The
 result also reports the variance ratio with each control alone (`terms`).

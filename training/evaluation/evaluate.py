@@ -49,7 +49,14 @@ rates, Student-t for the other means: `training.evaluation.stats`).
   control variates from CHECKPOINT's value head, still unbiased, with their intervals and the
   variance ratio (`training.evaluation.variance`, docs/variance-reduction.md). Each game is
   replayed from its seed after it is played to value every tile each draw could have given;
-  the games played, and every other number of the result, are the same as without it.
+  the games played, and every other number of the result, are the same as without it. With
+  `variance_reduction="fit"` (CLI: `--variance-reduction fit`) the value is made for the
+  lineup instead, and the policies' known random choices are corrected too
+  (`training.evaluation.aivat`): `value_model="rollout"` (the default; `--value-model`) plays
+  the lineup out from every outcome of every draw and choice (`rollouts` per outcome,
+  `--rollouts`); "ridge" and "mlp" fit V on `calibration_deals` deals (`--calibration-deals`)
+  of a seed stream of their own, played first. The entry then also gives the variance ratio
+  per corrected term (`terms`) and how V was made (`calibration`).
 * **batched** — with `batch=True` (or "auto" when possible; CLI `--batch auto`, its default) a
   lineup of compiled bots and `ppo:` networks is played many games at once
   (`training.evaluation.batched`: one forward pass per network per step), in fixed jobs of

@@ -1,12 +1,15 @@
 """Values from rollouts on the compiled rules core, for `training.evaluation.aivat`'s terms.
 
-`RolloutValue.outcome_values(engine, outcomes, is_draw, seed)` gives, for a position `engine`
-is in (a round in play, before a chance event or a random choice) and each of its possible
-outcomes, every seat's win share (R13: a shared win split) at the end of the round when the
-outcome is applied and the round is then played out by compiled bots (`cf_env.agents.
-kernel_bots.bot_action`: each seat's `kinds` entry), `reps` times, averaged. Nothing here
-restates a rule: the position is copied into a kernel batch (`cf_env.core.kernel`) and played
-by `apply_action`, with `search_tables` so that the round's end ends the rollout.
+`RolloutValue.outcome_values(engine, outcomes, is_draw, seed)` gives, for the position `engine`
+is in (a round in play, before a draw or a random choice) and each of its possible outcomes,
+every seat's win share (R13: a shared win split) and R12 points at the end of the round when
+the outcome is applied and the round then played out, `reps` times, averaged. Who plays each
+seat is set per game (`RolloutValue.seat`, `rollout_players`): a compiled bot
+(`cf_env.agents.kernel_bots`, the twin of `random`, `greedy`, `heuristic`) or a network played
+greedily (`NumpyPolicy.act_batch`, one forward pass per step over every rollout whose seat to
+move it holds). Every outcome's rollouts are played at once, each in a slot of one kernel batch
+(`cf_env.core.kernel`) copied from the position, by `apply_action` with `search_tables` so that
+the round's end ends the rollout: nothing here restates a rule.
 
 **What the outcomes mean, and why each term keeps mean zero.**
 
