@@ -187,3 +187,40 @@ def test_the_cli_prints_the_reduced_win_rate_and_the_ratio_per_term(capsys, tmp_
           "--variance-reduction", "fit", "--rollouts", "1"])
     line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("variance-reduced")]
     assert len(line) == 1 and "draws alone" in line[0] and "actions alone" in line[0]
+
+
+def test_a_games_rollout_terms_are_its_events_terms_with_the_draws_weighted_by_order():
+    bots = [HeuristicPolicy(SMALL, seed=s) for s in range(4)]
+    engine, encoder = Engine(SMALL, seed=0), Encoder(SMALL)
+    engine.reset(7)
+    while not engine.game_over:
+        engine.step(bots[engine.current].act({"observation": encoder.observe(engine, engine.current),
+                                              "action_mask": engine.legal_action_mask()}))
+    actions = [a for _, _, a in engine.history]
+    corrector = aivat.RolloutCorrector(SMALL, reps=1)
+    got = corrector.game_terms(7, actions, bots, seed=99, scores=engine.scores)
+    value = RolloutValue(SMALL, reps=1)
+    value.seat(rollout_players(bots))
+    replay, expected, draws = Engine(SMALL, seed=0), np.zeros((4, 4)), 0
+    replay.reset(7)
+    for index, action in enumerate(actions):  # each event by hand, in the order it came
+        known = aivat.action_distribution(bots[replay.current], replay, encoder)
+        if known is not None:
+            options, probs = known
+            v = value.outcome_values(replay, options, False, 2 * aivat.event_seed(99, index)
+                                     & (2**64 - 1))
+            taken = v[options.tolist().index(action)] - np.tensordot(probs, v, axes=1)
+            expected[:, 1] += taken[:, 0]
+            expected[:, 3] += taken[:, 1]
+        if action == SMALL.draw_action and len(replay.boneyard) >= 2:
+            tiles = sorted(replay.boneyard)
+            v = value.outcome_values(replay, tiles, True, aivat.event_seed(99, index))
+            term = (v[tiles.index(replay.boneyard[-1])] - v.mean(axis=0)) / (draws + 1)
+            expected[:, 0] += term[:, 0]
+            expected[:, 2] += term[:, 1]
+            draws += 1
+        replay.step(action)
+    assert draws >= 2 and corrector.draws == draws
+    assert np.allclose(got, expected)
+    with pytest.raises(RuntimeError, match="replayed the game"):  # another game's scores
+        corrector.game_terms(7, actions, bots, seed=99, scores=[[0]] * 4)
