@@ -60,9 +60,10 @@ def test_an_action_term_has_mean_zero_over_the_actions_the_policy_could_draw():
     for engine, bot, tied in tie_positions(SMALL):
         terms = []
         for taken in tied.tolist():  # exact enumeration: each tied action with probability 1/K
-            block = corrector.action_rows(engine, bot, taken)
+            block, probs = corrector.action_rows(engine, bot, taken)
+            assert np.allclose(probs, 1.0 / len(tied))  # a bot's tie-break is uniform
             v = corrector.value.values(block.reshape(-1, corrector.width)).reshape(len(tied), 4)
-            terms.append(v[0] - v.mean(axis=0))
+            terms.append(v[0] - probs @ v)
         assert np.allclose(np.mean(terms, axis=0), 0.0, atol=1e-6)
         assert np.abs(terms).max() > 0  # the positions do differ
         checked += 1
@@ -73,7 +74,7 @@ def test_the_rows_after_each_action_are_the_engine_stepped_through_it():
     corrector = aivat.AivatCorrector(SMALL, ridge_value(SMALL), 2)
     corrector.context = aivat.seat_context([1, 0, 1, 1], 2)
     engine, bot, tied = next(tie_positions(SMALL))
-    block = corrector.action_rows(engine, bot, int(tied[-1]))
+    block, _ = corrector.action_rows(engine, bot, int(tied[-1]))
     for k, action in enumerate([int(tied[-1]), *tied[:-1].tolist()]):
         stepped = engine.clone()
         stepped.step(action)

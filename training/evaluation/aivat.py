@@ -1,22 +1,39 @@
-"""AIVAT-complete variance reduction: action terms, and a value fitted for the lineup evaluated.
+"""AIVAT-complete variance reduction: action terms, and a value made for the lineup evaluated.
 
 `training.evaluation.variance` corrects the draws with the shipped critic. This module adds the
 two things its page found missing (docs/variance-reduction.md), for
-`evaluate(variance_reduction="fit")`:
+`evaluate(variance_reduction="fit")` (CLI `--variance-reduction fit`): each game's draw terms
+and action terms (`TERM_COLUMNS`) are computed in the block that played it (`block_terms`),
+by `RolloutCorrector` or `AivatCorrector` (`make_corrector`), and `aivat_estimates` turns them
+into the result's entry.
 
 **Action terms.** A policy that draws its action at random from a distribution it can name
-(the bots: `choices(observation)`, the actions `act` picks from uniformly; `random`: every legal
-action) is a chance event like a draw. At such a decision of seat p, with the tied actions T,
-seat s's term is
+(`action_distribution`: the bots' `choices(observation)`, the actions `act` picks from
+uniformly, every legal action for `random`; a sampling `NumpyPolicy`, the softmax of its masked
+logits) is a chance event like a draw. At such a decision of seat p, with the actions A it
+could draw and their probabilities p(a), seat s's term is
 
-    V(h·a_taken, s) - mean over a in T of V(h·a, s),
+    V(h·a_taken, s) - sum over a in A of p(a) V(h·a, s),
 
-which has mean exactly zero given the position: the bot's generator, not the game, picks a.
-h·a is built on an engine copy (`Engine.copy_from`, then `step(a)`). A decision with one
-possible action contributes nothing and is skipped; a policy without `choices` (a `ppo:`
-network plays argmax) is never corrected. Terms left out cost variance, never bias.
+which has mean exactly zero given the position: the policy's generator, not the game, picks a.
+The term is computed at every such decision, whatever was taken (a `random` seat's DRAW then
+also gets its draw term). A decision with one possible action contributes nothing; a policy
+with no known distribution (a `ppo:` network plays argmax) is never corrected. Terms left out
+cost variance, never bias.
 
-**A value fitted for evaluation.** V is fitted on calibration deals: the same lineup, played
+**The rollout value** (`value_model="rollout"`, the default; `RolloutCorrector`). V(h·o, s) is
+seat s's win share (and, for the round score, its R12 points) at the round's end when the
+position after outcome o is played out by the lineup itself: each seat by its policy (a
+compiled bot's twin by the compiled bot, a greedy network by itself, batched over every
+outcome's rollouts; anything else by the heuristic), `rollouts` times, on the kernel
+(`training.evaluation.rollout`, which says why its draw outcomes read the real boneyard order
+with the outcome's tile swapped to the front and still give terms of mean exactly zero). Its
+tie-breaks draw from a stream of its own per game (`rollout_seed`, then per event and outcome).
+The k-th draw term of a game (k = 0, 1, ...) is weighted 1 / (k + 1) (`DRAW_WEIGHTING`): the
+history fixes the weight, so the term keeps its zero mean. Nothing is fitted: no calibration
+deals.
+
+**A value fitted for evaluation** (`value_model` "ridge" or "mlp"). V is fitted on calibration deals: the same lineup, played
 as the evaluation plays it (duplicate rotation, the per-game path), on deals of a seed stream
 disjoint from the measured ones (`calibration_seed`). At a few positions of each calibration
 game (`POSITIONS_PER_GAME`, after a random action), each seat's row, its observation and
@@ -25,10 +42,13 @@ lineup's context (one-hot of the policy at each seat, counted from the seat itse
 with that seat's win share of the game (R13; the corrected metric). `fit_value` fits a ridge
 regression or a small MLP (`MODELS`) on it and returns a `FittedValue`, which reads rows as
 `cf_env.agents.checkpoint.ValueHead` does, so `DrawCorrector`'s first-layer shortcut serves it.
-V is fixed before the first measured deal, so every term keeps its zero mean.
+V is fixed before the first measured deal, so every term keeps its zero mean. `calibrate` keeps
+the last `HELD_OUT` of the calibration deals out of the fit and reports R² on them.
 
-**Estimate.** Each policy gets two controls per deal, its draw terms and its action terms
-(each averaged over the games and seats it held); y - b·(D_draw, D_action) with b the
+**Estimate.** Each policy gets two controls per deal and metric, its draw terms and its action
+terms (each averaged over the games and seats it held; `METRIC_COLUMNS`: V of the win share for
+the win rate, of the points for the round score, where the value has them); y - b·(D_draw,
+D_action) with b the
 least-squares coefficients fitted on the other half of the deals (`cross_fitted_multi`, as
 `variance.cross_fitted` does with one control), which keeps the estimate exactly unbiased. The
 result also reports the variance ratio with each control alone (`terms`).
@@ -39,6 +59,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -54,11 +75,16 @@ from training.evaluation.variance import (
     variance_ratio,
 )
 
-FIT = "fit"  # `variance_reduction="fit"`: the value is fitted on calibration deals
-MODELS = ("ridge", "mlp")
+FIT = "fit"  # `variance_reduction="fit"`: a value made for the lineup evaluated
+MODELS = ("ridge", "mlp")  # the values fitted on calibration deals (`fit_value`)
+VALUE_MODELS = ("rollout", *MODELS)  # `evaluate(value_model=...)`
 DEFAULT_MODEL = "mlp"
+DEFAULT_VALUE_MODEL = "rollout"
 _BLAS = ThreadpoolController()
 DEFAULT_CALIBRATION_DEALS = 500
+MAX_CALIBRATION_DEALS = 100_000
+HELD_OUT = 0.2  # the share of the calibration deals (the last ones) kept out of the fit
+DEFAULT_ROLLOUTS, MAX_ROLLOUTS = 4, 64  # rollouts per outcome of the rollout value
 POSITIONS_PER_GAME = 8  # rows kept per calibration game and seat (after random actions)
 RIDGE = 1.0  # the ridge penalty (rows are 0/1 bits and small counts)
 MLP_HIDDEN, MLP_EPOCHS, MLP_BATCH, MLP_LR = 128, 30, 512, 1e-3
@@ -69,6 +95,53 @@ def calibration_seed(seed: int) -> int:
     SeedSequence stream of its own (spawn key 2; the deals' is 0, the policies' 1)."""
     state = np.random.SeedSequence(seed, spawn_key=(2,)).generate_state(2, np.uint32)
     return (int(state[0]) << 31) ^ int(state[1])
+
+
+def rollout_seed(seed: int, deal: int, rotation: int) -> int:
+    """The seed of the rollouts of game (deal, rotation) of an evaluation of master seed `seed`:
+    a SeedSequence stream of its own (spawn key 3), apart from the deals' (0), the policies'
+    (1) and the calibration deals' (2)."""
+    state = np.random.SeedSequence(seed, spawn_key=(3, deal, rotation)).generate_state(2, np.uint32)
+    return (int(state[0]) << 32) | int(state[1])
+
+
+_MASK64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
+
+
+def event_seed(game_seed: int, index: int) -> int:
+    """The rollout seed of the event at action `index` of a game whose rollout seed is
+    `game_seed` (`rollout_seed`): a function of the history only."""
+    return (game_seed + (index + 1) * _GAMMA) & _MASK64
+
+
+def action_distribution(policy, engine: Engine, encoder: Encoder):
+    """(actions (K,), probabilities (K,)) that `policy` draws its action from at `engine`'s
+    decision, when it names them and K >= 2; else None. The bots (`choices`): uniform over
+    their tied actions. A sampling `NumpyPolicy` (deterministic=False): the softmax of its
+    masked logits, as `act` samples it. Anything else (an argmax network, a user policy)
+    has no known distribution and is not corrected."""
+    mask = engine.legal_action_mask()
+    if int(mask.sum()) < 2:
+        return None
+    seat = engine.current
+    if callable(getattr(policy, "choices", None)):
+        tied = np.asarray(policy.choices({"observation": encoder.observe(engine, seat),
+                                          "action_mask": mask}), np.int64)
+        if tied.size < 2:
+            return None
+        return tied, np.full(tied.size, 1.0 / tied.size)
+    from cf_env.agents.checkpoint import NumpyPolicy
+
+    if isinstance(policy, NumpyPolicy) and not policy.deterministic:
+        logits = np.where(mask, policy.logits(encoder.observe(engine, seat)), -np.inf)
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        support = np.flatnonzero(probs > 0)
+        if support.size < 2:
+            return None
+        return support.astype(np.int64), probs[support]
+    return None
 
 
 def context_size(config: ChickenFootConfig, num_items: int) -> int:
@@ -172,40 +245,37 @@ class AivatCorrector(DrawCorrector):
         out[:, self.priv_stop :] = self.context
         return out
 
-    def action_rows(self, engine: Engine, policy, taken: int) -> np.ndarray | None:
-        """Rows (K, num_players, inputs) after each action `policy` could have drawn at the
-        engine's decision (the taken one first), or None when it had one choice."""
-        mask = engine.legal_action_mask()
-        if int(mask.sum()) < 2:
+    def action_rows(self, engine: Engine, policy, taken: int):
+        """(rows (K, num_players, inputs) after each action `policy` could have drawn at the
+        engine's decision, the taken one first; their probabilities (K,)), or None when it had
+        one choice or names no distribution (`action_distribution`)."""
+        drawn = action_distribution(policy, engine, self.encoder)
+        if drawn is None:
             return None
-        seat = engine.current
-        tied = np.asarray(policy.choices({"observation": self.encoder.observe(engine, seat),
-                                          "action_mask": mask}))
-        if tied.size < 2:
-            return None
-        if taken not in tied.tolist():
-            raise RuntimeError(f"the replay's action {taken} is not among the policy's choices "
-                               f"{tied.tolist()}: the policy's choices do not match its act")
-        order = [taken, *(int(a) for a in tied if a != taken)]
+        actions, probs = drawn
+        index = _index_of(actions, taken)
+        order = [index, *(k for k in range(actions.size) if k != index)]
         blocks = []
-        for action in order:
+        for k in order:
             self._scratch.copy_from(engine)
-            self._scratch.step(action)
+            self._scratch.step(int(actions[k]))
             blocks.append(self.rows(self._scratch))
-        return np.stack(blocks)
+        return np.stack(blocks), probs[order]
 
     def game_terms(self, engine_seed: int, actions: Sequence[int], owners_at_seats: Sequence[int],
-                   seat_policies: Sequence) -> tuple[np.ndarray, np.ndarray]:
-        """(draw terms (num_players,), action terms (num_players,)) of one game, replayed from
-        `engine_seed` and `actions`; `owners_at_seats` the policy index at each seat, and
-        `seat_policies` each seat's policy, whose `choices` (if it has them) are corrected."""
+                   seat_policies: Sequence, scores: Sequence | None = None) -> np.ndarray:
+        """(num_players, 4) of one game, replayed from `engine_seed` and `actions`: each seat's
+        draw terms and action terms (`TERM_COLUMNS`; the value is a win share, so the points
+        columns repeat the win columns). `owners_at_seats` is the policy index at each seat,
+        `seat_policies` each seat's policy (its known random choices are corrected); `scores`,
+        if given, must be what the replay scores."""
         self.context = seat_context(owners_at_seats, self.num_items)
         engine, draw = self._engine, self.config.draw_action
         engine.reset(engine_seed)
         draws, decisions = [], []
         for action in actions:
             policy = seat_policies[engine.current]
-            if policy is not None and callable(getattr(policy, "choices", None)):
+            if policy is not None:  # whatever was taken: the term's presence is not chosen
                 block = self.action_rows(engine, policy, int(action))
                 if block is not None:
                     decisions.append(block)
@@ -213,19 +283,135 @@ class AivatCorrector(DrawCorrector):
             engine.step(int(action))
             if several:
                 draws.append(self.first_layer(engine))
+        _check_scores(engine, engine_seed, scores)
         n = self.config.num_players
         draw_terms, action_terms = np.zeros(n), np.zeros(n)
         with _BLAS.limit(limits=1, user_api="blas"):
             for pre in draws:
                 v = self.outcome_values(pre).astype(np.float64)
                 draw_terms += v[0] - v.mean(axis=0)
-            for block in decisions:
+            for block, probs in decisions:
                 v = self.value.values(block.reshape(-1, self.width)).astype(np.float64)
                 v = v.reshape(block.shape[0], n)
-                action_terms += v[0] - v.mean(axis=0)
+                action_terms += v[0] - probs @ v
         self.draws += len(draws)
         self.decisions += len(decisions)
-        return draw_terms, action_terms
+        return np.stack([draw_terms, action_terms, draw_terms, action_terms], axis=1)
+
+
+TERM_COLUMNS = ("draws, win share", "actions, win share", "draws, points", "actions, points")
+
+
+def _index_of(actions: np.ndarray, taken: int) -> int:
+    hits = np.flatnonzero(actions == taken)
+    if hits.size == 0:
+        raise RuntimeError(f"the replay's action {taken} is not among the policy's choices "
+                           f"{actions.tolist()}: the policy's choices do not match its act")
+    return int(hits[0])
+
+
+def _check_scores(engine: Engine, engine_seed: int, scores: Sequence | None) -> None:
+    if scores is not None and [list(s) for s in scores] != engine.scores:
+        raise RuntimeError(
+            f"variance reduction replayed the game of engine seed {engine_seed} and got scores "
+            f"{engine.scores}, not the {[list(s) for s in scores]} played")
+
+
+# The rollout value's draw terms are weighted: the k-th draw of a game with a term (k = 0, 1,
+# ...) by 1 / (k + 1). Every rollout of a game's draws reads the same real future, so later
+# draws' terms largely repeat what the earlier ones measured; the weight depends only on the
+# history, so each weighted term keeps mean zero (docs/variance-reduction.md measures it).
+DRAW_WEIGHTING = "1 / (k + 1) for the k-th draw of the game with a term (k = 0, 1, ...)"
+
+
+class RolloutCorrector:
+    """Each seat's draw and action terms (module docstring) with V from rollouts of the lineup
+    (`training.evaluation.rollout.RolloutValue`: the position after each outcome played out by
+    the policies at their seats, a compiled bot's twin by the compiled bot, a greedy network
+    by itself in batches, any other policy by the heuristic), `reps` rollouts per outcome."""
+
+    def __init__(self, config: ChickenFootConfig, reps: int):
+        if config.draw_until_playable:
+            raise ValueError(
+                "variance reduction corrects one chance event per DRAW action; with "
+                "draw_until_playable=True one DRAW draws until a tile fits (several chance "
+                "events), which it does not support: evaluate without variance_reduction, or "
+                "with draw_until_playable=False")
+        from training.evaluation.rollout import RolloutValue
+
+        self.config = config
+        self.value = RolloutValue(config, reps)
+        self.encoder = Encoder(config)
+        self._engine = Engine(config, seed=0)
+        self.draws = self.decisions = 0
+
+    def game_terms(self, engine_seed: int, actions: Sequence[int], seat_policies: Sequence,
+                   seed: int, scores: Sequence | None = None) -> np.ndarray:
+        """(num_players, 4) of one game (`TERM_COLUMNS`), replayed from `engine_seed` and
+        `actions`; `seat_policies` each seat's policy (who plays it in the rollouts, and whose
+        known random choices are corrected), `seed` the game's rollout seed (`rollout_seed`)."""
+        from training.evaluation.rollout import rollout_players
+
+        self.value.seat(rollout_players(seat_policies))
+        engine, draw = self._engine, self.config.draw_action
+        engine.reset(engine_seed)
+        n = self.config.num_players
+        terms = np.zeros((n, 2, 2))  # seat, (draw, action), (win share, points)
+        draws = 0
+        with _BLAS.limit(limits=1, user_api="blas"):
+            for index, action in enumerate(actions):
+                action = int(action)
+                # A decision's term whatever was taken (a random seat may DRAW: its draw's term
+                # follows), so that which terms a game has is never chosen by the outcome.
+                drawn = action_distribution(seat_policies[engine.current], engine, self.encoder)
+                if drawn is not None:
+                    options, probs = drawn
+                    v = self.value.outcome_values(engine, options, False,
+                                                  2 * event_seed(seed, index) & _MASK64)
+                    taken = v[_index_of(options, action)]
+                    terms[:, 1] += taken - np.tensordot(probs, v, axes=1)
+                    self.decisions += 1
+                if action == draw and len(engine.boneyard) >= 2:
+                    tiles = np.sort(np.asarray(engine.boneyard, np.int64))
+                    v = self.value.outcome_values(engine, tiles, True, event_seed(seed, index))
+                    drawn_tile = engine.boneyard[-1]  # the next drawn is the last
+                    # Weighted 1 / (draws with a term before it in this game + 1): a weight
+                    # the history fixes, so the term keeps mean zero (`DRAW_WEIGHTING`).
+                    terms[:, 0] += (v[int(np.flatnonzero(tiles == drawn_tile)[0])]
+                                    - v.mean(axis=0)) / (1 + draws)
+                    draws += 1
+                engine.step(action)
+        _check_scores(engine, engine_seed, scores)
+        self.draws += draws
+        return np.concatenate([terms[:, :, 0], terms[:, :, 1]], axis=1)
+
+
+@dataclass(frozen=True)
+class AivatSetup:
+    """What a block of `evaluate(variance_reduction="fit")` needs to compute its terms: the
+    value model, the rollouts per outcome (rollout) or the fitted value (ridge, mlp), and the
+    number of policies of the lineup."""
+
+    model: str
+    num_items: int
+    rollouts: int = DEFAULT_ROLLOUTS
+    value: FittedValue | None = None
+
+
+def make_corrector(setup: AivatSetup, config: ChickenFootConfig):
+    if setup.model == "rollout":
+        return RolloutCorrector(config, setup.rollouts)
+    return AivatCorrector(config, setup.value, setup.num_items)
+
+
+def block_terms(corrector, setup: AivatSetup, engine_seed: int, actions, owners_at_seats,
+                seat_policies, seed: int, scores) -> list[list[float]]:
+    """One game's (num_players, 4) terms as lists (`TERM_COLUMNS`)."""
+    if setup.model == "rollout":
+        terms = corrector.game_terms(engine_seed, actions, seat_policies, seed, scores)
+    else:
+        terms = corrector.game_terms(engine_seed, actions, owners_at_seats, seat_policies, scores)
+    return terms.tolist()
 
 
 def calibration_rows(config: ChickenFootConfig, deal_results: list[dict], owners: Sequence[int],
@@ -262,6 +448,24 @@ def calibration_rows(config: ChickenFootConfig, deal_results: list[dict], owners
     return np.concatenate(rows), np.asarray(targets)
 
 
+def calibrate(config: ChickenFootConfig, deal_results: list[dict], owners: Sequence[int],
+              num_items: int, model: str, seed: int) -> tuple[FittedValue, dict]:
+    """V fitted (`fit_value`, `model`) on the rows of the first deals of `deal_results`
+    (calibration games with their actions), the last `HELD_OUT` of them (at least one) kept out
+    to measure it: (V, info with the fit's R² in sample and on the held-out deals)."""
+    held = max(1, int(round(HELD_OUT * len(deal_results))))
+    fit_part, held_part = deal_results[:-held], deal_results[-held:]
+    rows, targets = calibration_rows(config, fit_part, owners, num_items, seed)
+    value = fit_value(rows, targets, model, seed)
+    rows_out, targets_out = calibration_rows(config, held_part, owners, num_items, seed + 1)
+    predicted = value.values(rows_out).astype(np.float64)
+    spread = float(np.var(targets_out))
+    info = {**value.info, "deals": len(deal_results), "fit_deals": len(fit_part),
+            "held_out_deals": len(held_part), "held_out_rows": int(rows_out.shape[0]),
+            "r2_held_out": float(1 - np.var(targets_out - predicted) / spread) if spread else 0.0}
+    return value, info
+
+
 def cross_fitted_multi(y: np.ndarray, controls: np.ndarray) -> tuple[np.ndarray, list[list[float]]]:
     """`variance.cross_fitted` with several controls (deals, k): deal d's coefficients are the
     least-squares ones of y on the controls over the deals of the other folds."""
@@ -281,14 +485,19 @@ def cross_fitted_multi(y: np.ndarray, controls: np.ndarray) -> tuple[np.ndarray,
 TERMS = {"draws": (0,), "actions": (1,), "both": (0, 1)}
 
 
+METRIC_COLUMNS = {"win_rate": (0, 1), "round_score": (2, 3)}  # the columns of TERM_COLUMNS
+
+
 def aivat_estimates(info: dict, labels: Sequence[str], per_deal: dict[str, np.ndarray],
                     controls: np.ndarray, num_players: int) -> dict:
     """The `"variance_reduction"` entry of `evaluate(variance_reduction="fit")`: as
-    `variance.corrected_estimates`, with `controls` (deals, policies, 2: draw terms, action
-    terms), both used, and each metric's `terms`: the variance ratio with each control alone
-    and with both."""
+    `variance.corrected_estimates`, with `controls` (deals, policies, 4: `TERM_COLUMNS`); each
+    metric is corrected by its two controls (`METRIC_COLUMNS`: draw terms and action terms of
+    the value of a win share, or of the R12 points), both used, and gets `terms`: the variance
+    ratio with the draw control alone, the action control alone, and both."""
 
     def corrected(metric, y, control, difference):
+        control = control[:, list(METRIC_COLUMNS[metric])]
         both, coefficients = cross_fitted_multi(y, control)
         if difference:
             interval = difference_ci(metric, both, num_players)
@@ -314,6 +523,17 @@ def aivat_estimates(info: dict, labels: Sequence[str], per_deal: dict[str, np.nd
         for m in CORRECTED_METRICS:
             diff[m] = corrected(m, per_deal[m][:, 0] - per_deal[m][:, j], control, True)
         differences.append(diff)
+    rollout = info.get("model") == "rollout"
+    value = ("rollouts of the lineup (training.evaluation.rollout): the position after each "
+             "outcome played to the round's end by the policies at their seats (a compiled "
+             "bot's twin by the compiled bot, a greedy network by itself, any other policy by "
+             "the heuristic), a draw's outcomes on the real boneyard order with the outcome's "
+             "tile swapped to the front; V is the mean win share (win_rate) or R12 points "
+             "(round_score) over the rollouts; the k-th draw term of a game (k = 0, 1, ...) is "
+             "weighted 1 / (k + 1), a weight the history fixes" if rollout else
+             "fitted for this lineup on calibration deals of a seed stream disjoint from "
+             "the measured deals (training.evaluation.aivat): each seat's observation, "
+             "privileged vector and who sits where -> its win share")
     return {
         "value_head": FIT,
         "calibration": info,
@@ -321,13 +541,12 @@ def aivat_estimates(info: dict, labels: Sequence[str], per_deal: dict[str, np.nd
         "policies": policies,
         "differences": differences,
         "method": {
-            "value": "fitted for this lineup on calibration deals of a seed stream disjoint from "
-            "the measured deals (training.evaluation.aivat): each seat's observation, privileged "
-            "vector and who sits where -> its win share",
+            "value": value,
             "control": "per game and seat, two sums: over the draws (R8) of V(after the tile "
             "drawn) - mean of V(after each tile the boneyard held), and over the decisions of "
             "policies with known random choices of V(after the action taken) - mean of V(after "
-            "each action it could have drawn); each has mean exactly zero",
+            "each action it could have drawn, weighted by its probability); each has mean exactly "
+            "zero",
             "deal": "not corrected: duplicate rotation replays it with every policy on every seat",
             "estimate": "per deal: value - b . (draw control, action control), b the "
             f"least-squares coefficients fitted on the deals of the other parity ({FOLDS}-fold "

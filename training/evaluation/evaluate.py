@@ -49,7 +49,14 @@ rates, Student-t for the other means: `training.evaluation.stats`).
   control variates from CHECKPOINT's value head, still unbiased, with their intervals and the
   variance ratio (`training.evaluation.variance`, docs/variance-reduction.md). Each game is
   replayed from its seed after it is played to value every tile each draw could have given;
-  the games played, and every other number of the result, are the same as without it.
+  the games played, and every other number of the result, are the same as without it. With
+  `variance_reduction="fit"` (CLI: `--variance-reduction fit`) the value is made for the
+  lineup instead, and the policies' known random choices are corrected too
+  (`training.evaluation.aivat`): `value_model="rollout"` (the default; `--value-model`) plays
+  the lineup out from every outcome of every draw and choice (`rollouts` per outcome,
+  `--rollouts`); "ridge" and "mlp" fit V on `calibration_deals` deals (`--calibration-deals`)
+  of a seed stream of their own, played first. The entry then also gives the variance ratio
+  per corrected term (`terms`) and how V was made (`calibration`).
 * **batched** — with `batch=True` (or "auto" when possible; CLI `--batch auto`, its default) a
   lineup of compiled bots and `ppo:` networks is played many games at once
   (`training.evaluation.batched`: one forward pass per network per step), in fixed jobs of
@@ -118,6 +125,8 @@ from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
 from cf_env.tools.cli import HelpFormatter, limit_threads
 from cf_env.viz.record import engine_actions, write_record
+from training.evaluation import aivat
+from training.evaluation.aivat import AivatSetup
 from training.evaluation.batched import (
     CHUNK_DEALS,
     DEFAULT_BATCH_SIZE,
@@ -253,8 +262,10 @@ class BlockJob:
     """One work unit of an evaluation: deals [start, stop) of block `block` (whose policies are
     seeded by `policy_seed(seed, block, slot)`), every rotation, played by `items` under
     `config`. `record` keeps each game's actions and players (game records); `value_path` is
-    the value head of variance reduction (None: none); `batch_size` plays the deals batched
-    with that many games in flight (None: one game at a time)."""
+    the value head of variance reduction (None: none); `aivat` that of
+    `variance_reduction="fit"` (`training.evaluation.aivat.AivatSetup`; None: none);
+    `batch_size` plays the deals batched with that many games in flight (None: one game at a
+    time)."""
 
     items: tuple[PolicyItem, ...]
     config: ChickenFootConfig
@@ -265,6 +276,7 @@ class BlockJob:
     record: bool = False
     value_path: str | None = None
     batch_size: int | None = None
+    aivat: AivatSetup | None = None
 
 
 def _play_block(job: BlockJob, where=None) -> list[dict]:
@@ -288,6 +300,8 @@ def _play_block(job: BlockJob, where=None) -> list[dict]:
     policies = [_build(items[i], config, policy_seed(seed, block, j)) for j, i in enumerate(owners)]
     engine, encoder = Engine(config, seed=0), Encoder(config)
     corrector = None if value_path is None else _corrector(value_path, config)
+    setup = job.aivat
+    terms_of = None if setup is None else _aivat_corrector(setup, config)
     arenas = []  # one per rotation: the policies at their seats
     for rotation in range(n):
         slots = rotation_seats(n, rotation)
@@ -316,6 +330,12 @@ def _play_block(job: BlockJob, where=None) -> list[dict]:
                 game["players"] = list(arena.labels)
             if corrector is not None:
                 game["actions_played"] = engine_actions(engine)
+            if terms_of is not None:  # each seat's AIVAT terms (training.evaluation.aivat)
+                game["aivat_terms"] = aivat.block_terms(
+                    terms_of, setup, engine_seed, engine_actions(engine),
+                    [owners[j] for j in game["slots"]],
+                    [policies[j] for j in game["slots"]],
+                    aivat.rollout_seed(seed, deal, rotation), game["scores"])
             games.append(game)
         if corrector is not None:  # each seat's draw correction (training.evaluation.variance)
             terms = corrector.deal_terms(engine_seed, [g.pop("actions_played") for g in games],
@@ -337,6 +357,18 @@ def _corrector(value_path: str, config: ChickenFootConfig) -> DrawCorrector:
     if key not in _CORRECTORS:
         _CORRECTORS[key] = DrawCorrector(config, load_value_head(value_path, config))
     return _CORRECTORS[key]
+
+
+_AIVAT: dict[tuple[AivatSetup, ChickenFootConfig], object] = {}
+
+
+def _aivat_corrector(setup: AivatSetup, config: ChickenFootConfig):
+    """The AIVAT corrector of `setup` for `config`, built once per process (the last one)."""
+    key = (setup, config)
+    if key not in _AIVAT:
+        _AIVAT.clear()
+        _AIVAT[key] = aivat.make_corrector(setup, config)
+    return _AIVAT[key]
 
 
 def _unique_labels(items: Sequence[PolicyItem]) -> list[str]:
@@ -456,9 +488,14 @@ class EvaluationPlan:
     owners: tuple[int, ...]
     labels: tuple[str, ...]
     record: Path | None = None
-    variance_reduction: str | None = None  # a checkpoint whose value head gives the controls
+    variance_reduction: str | None = None  # a checkpoint whose value head gives the controls,
+    # or "fit" (`aivat.FIT`): a value made for the lineup, `value_model` with
+    # `calibration_deals` (ridge, mlp) or `rollouts` per outcome (rollout)
     batch: bool = False
     batch_size: int = DEFAULT_BATCH_SIZE
+    value_model: str | None = None
+    calibration_deals: int = 0
+    rollouts: int = 0
 
 
 def plan_evaluation(
@@ -473,14 +510,18 @@ def plan_evaluation(
     variance_reduction: str | os.PathLike | None = None,
     batch: bool | str = False,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    value_model: str | None = None,
+    calibration_deals: int | None = None,
+    rollouts: int | None = None,
 ) -> EvaluationPlan:
     """Check everything `evaluate` is given before a game is played (see `evaluate`).
 
     Each policy is built once here, so a bad spec, checkpoint or factory fails now; the record
     folder is created and must be empty and writable. `batch` (False, True or "auto") is
     resolved here: True is refused unless every policy can be played batched and neither
-    `record` nor `variance_reduction` is given; "auto" is True exactly then. Raises
-    `ValueError` naming the problem.
+    `record` nor `variance_reduction` is given; "auto" is True exactly then. `value_model`,
+    `calibration_deals` and `rollouts` are checked against `variance_reduction="fit"`
+    (`_fit_options`). Raises `ValueError` naming the problem.
     """
     if not isinstance(config, ChickenFootConfig):
         raise ValueError(f"config must be a ChickenFootConfig; got {type(config).__name__}")
@@ -493,6 +534,8 @@ def plan_evaluation(
     if not (batch is True or batch is False or (isinstance(batch, str) and batch == "auto")):
         raise ValueError(f"batch must be True, False or 'auto'; got {batch!r}")
     batch_size = check_batch_size(batch_size)
+    model, calibration, reps = _fit_options(variance_reduction, value_model, calibration_deals,
+                                            rollouts)
     items = tuple(policies)
     for item in items:
         if not (isinstance(item, str) and item) and not callable(item):
@@ -523,10 +566,61 @@ def plan_evaluation(
                         f"policy factory {label!r} cannot be sent to worker processes ({err}); "
                         "use workers=1 or a module-level factory"
                     ) from err
-    value_path = None if variance_reduction is None else _check_value_head(variance_reduction, cfg)
+    if model is not None:
+        if cfg.draw_until_playable:
+            raise ValueError(
+                "variance reduction corrects one chance event per DRAW action; with "
+                "draw_until_playable=True one DRAW draws until a tile fits (several chance "
+                "events), which it does not support: evaluate without variance_reduction, or "
+                "with draw_until_playable=False")
+        value_path = aivat.FIT
+    else:
+        value_path = (None if variance_reduction is None
+                      else _check_value_head(variance_reduction, cfg))
     folder = None if record is None else prepare_record_folder(record)
     return EvaluationPlan(items, cfg, deals, seed, workers, bool(single_round), tuple(owners),
-                          tuple(labels), folder, value_path, batched, batch_size)
+                          tuple(labels), folder, value_path, batched, batch_size, model,
+                          calibration, reps)
+
+
+def _fit_options(variance_reduction, value_model, calibration_deals,
+                 rollouts) -> tuple[str | None, int, int]:
+    """(value model, calibration deals, rollouts per outcome) of `variance_reduction="fit"`
+    (None, 0, 0 without it), each checked: `ValueError` naming what is valid."""
+    fit = isinstance(variance_reduction, str) and variance_reduction == aivat.FIT
+    given = [name for name, value in (("value_model", value_model),
+                                      ("calibration_deals", calibration_deals),
+                                      ("rollouts", rollouts)) if value is not None]
+    if not fit:
+        if given:
+            raise ValueError(f"{given[0]} applies to variance_reduction='fit' (CLI: "
+                             f"--variance-reduction fit) only; got variance_reduction="
+                             f"{variance_reduction!r}")
+        return None, 0, 0
+    model = aivat.DEFAULT_VALUE_MODEL if value_model is None else value_model
+    if not isinstance(model, str) or model not in aivat.VALUE_MODELS:
+        raise ValueError(f"value_model must be one of {', '.join(aivat.VALUE_MODELS)}; got "
+                         f"{value_model!r}")
+
+    def bounded(value, name: str, top: int, low: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not (
+                low <= value <= top):
+            raise ValueError(f"{name} must be an int in {low}..{top:,}; got {value!r}")
+        return int(value)
+
+    if model == "rollout":
+        if calibration_deals is not None:
+            raise ValueError("calibration_deals applies to the fitted value models (ridge, mlp); "
+                             "value_model='rollout' plays the lineup out from each position "
+                             "and fits nothing: leave calibration_deals out")
+        reps = aivat.DEFAULT_ROLLOUTS if rollouts is None else rollouts
+        return model, 0, bounded(reps, "rollouts (per outcome)", aivat.MAX_ROLLOUTS, 1)
+    if rollouts is not None:
+        raise ValueError(f"rollouts applies to value_model='rollout' only; value_model={model!r} "
+                         "is fitted on calibration deals: leave rollouts out")
+    deals = aivat.DEFAULT_CALIBRATION_DEALS if calibration_deals is None else calibration_deals
+    return model, bounded(deals, "calibration_deals (at least 2: one is held out to measure the "
+                          "fit)", aivat.MAX_CALIBRATION_DEALS, 2), 0
 
 
 def _check_value_head(path: str | os.PathLike, cfg: ChickenFootConfig) -> str:
@@ -588,6 +682,9 @@ def evaluate(
     variance_reduction: str | os.PathLike | None = None,
     batch: bool | str = False,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    value_model: str | None = None,
+    calibration_deals: int | None = None,
+    rollouts: int | None = None,
 ) -> dict:
     """Evaluate `policies[0]` against `policies[1:]` over `deals` duplicate deals.
 
@@ -604,6 +701,15 @@ def evaluate(
     the luck of the draws removed by control variates from that value head, still unbiased
     (`training.evaluation.variance`); everything else is the same as without it.
 
+    `variance_reduction="fit"` makes the value for the lineup evaluated instead
+    (`training.evaluation.aivat`, AIVAT's terms for every draw and for every decision of a
+    policy that names its random choices): `value_model` "rollout" (the default: the lineup
+    played out from each position, `rollouts` times per outcome, default
+    `aivat.DEFAULT_ROLLOUTS`), or "ridge" / "mlp" fitted on `calibration_deals` deals (default
+    `aivat.DEFAULT_CALIBRATION_DEALS`) of a seed stream of their own, played first. The
+    `"variance_reduction"` entry then also holds `terms` (the ratio per corrected term) and
+    `calibration` (how V was made, its cost, and the fit's R² in sample and held out).
+
     `batch=True` plays the games many at once (`training.evaluation.batched`: every policy a
     compiled bot or a greedy `ppo:` network; no `record`, no `variance_reduction`), at most
     `batch_size` in flight; "auto" does so when it can; False (the default) plays one game at a
@@ -617,7 +723,8 @@ def evaluate(
     """
     plan = plan_evaluation(policies, config, deals, seed, workers, single_round, record=record,
                            variance_reduction=variance_reduction, batch=batch,
-                           batch_size=batch_size)
+                           batch_size=batch_size, value_model=value_model,
+                           calibration_deals=calibration_deals, rollouts=rollouts)
     return run_evaluation(plan, progress)
 
 
@@ -626,15 +733,20 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
     items, cfg, deals, seed = plan.items, plan.config, plan.deals, plan.seed
     owners, labels, single_round = list(plan.owners), list(plan.labels), plan.single_round
     n = cfg.num_players
+    fit = plan.value_model is not None
+    setup, info = _aivat_setup(plan) if fit else (None, None)
     jobs = []
     size = CHUNK_DEALS if plan.batch else BLOCK_DEALS
     for block, start in enumerate(range(0, deals, size)):
         stop = min(start + size, deals)
         jobs.append(BlockJob(items, cfg, seed, block, start, stop, plan.record is not None,
-                             plan.variance_reduction, plan.batch_size if plan.batch else None))
+                             None if fit else plan.variance_reduction,
+                             plan.batch_size if plan.batch else None, setup))
+    started = time.process_time()
 
     per_deal = {m: np.zeros((deals, len(items))) for m in METRICS}
     controls = np.zeros((deals, len(items)))  # each policy's draw correction per deal
+    terms = np.zeros((deals, len(items), len(aivat.TERM_COLUMNS)))  # fit: its AIVAT terms
     games_in_order: list[tuple[int, dict]] = []
     per_game: list[list] = []
     bar = _progress_bar(deals, progress)
@@ -655,6 +767,8 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
                                 sums[m][owner] += values[m][seat]
                             if "draw_terms" in game:
                                 controls[d, owner] += game["draw_terms"][seat]
+                            if "aivat_terms" in game:
+                                terms[d, owner] += game["aivat_terms"][seat]
                         games_in_order.append((rotation, {**game, "rank": values["rank"]}))
                         per_game.append([d, rotation, [owners[slot] for slot in game["slots"]],
                                          [int(sum(rows)) for rows in game["scores"]],
@@ -671,6 +785,7 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
                     for m in METRICS:
                         per_deal[m][d] = np.divide(sums[m], held)
                     controls[d] /= held
+                    terms[d] /= np.asarray(held, np.float64)[:, None]
                 if bar is not None:
                     bar.update(len(block_results))
     finally:
@@ -719,10 +834,40 @@ def run_evaluation(plan: EvaluationPlan, progress: bool = False) -> dict:
         "game_fields": GAME_FIELDS,
         "per_game": per_game,
     }
-    if plan.variance_reduction is not None:
+    if fit:
+        info["measured_cpu_s"] = round(time.process_time() - started, 2)
+        result["variance_reduction"] = aivat.aivat_estimates(info, labels, per_deal, terms, n)
+    elif plan.variance_reduction is not None:
         result["variance_reduction"] = corrected_estimates(
             plan.variance_reduction, labels, per_deal, controls, n)
     return result
+
+
+def _aivat_setup(plan: EvaluationPlan) -> tuple[AivatSetup, dict]:
+    """What the blocks of `variance_reduction="fit"` need, and the result's `calibration`: for
+    a fitted model, the calibration deals (seed stream `aivat.calibration_seed`) played here
+    first (per-game, in blocks, by the plan's workers) and V fitted on them."""
+    num_items = len(plan.items)
+    if plan.value_model == "rollout":
+        return (AivatSetup("rollout", num_items, plan.rollouts),
+                {"model": "rollout", "rollouts_per_outcome": plan.rollouts,
+                 "seed_stream": "numpy SeedSequence(seed, spawn_key=(3, deal, rotation)) per "
+                 "game, then per event and outcome (splitmix64)",
+                 "calibration_deals": 0})
+    started = time.process_time()
+    seed = aivat.calibration_seed(plan.seed)
+    jobs = [BlockJob(plan.items, plan.config, seed, block, start,
+                     min(start + BLOCK_DEALS, plan.calibration_deals), record=True)
+            for block, start in enumerate(range(0, plan.calibration_deals, BLOCK_DEALS))]
+    played = [deal for results in _run_blocks(jobs, plan.workers) for deal in results]
+    value, info = aivat.calibrate(plan.config, played, plan.owners, num_items, plan.value_model,
+                                  plan.seed)
+    info.update({"calibration_deals": plan.calibration_deals,
+                 "seed_stream": "numpy SeedSequence(seed, spawn_key=(2,)) as the master seed of "
+                 "the calibration deals (aivat.calibration_seed): disjoint from the measured "
+                 "deals' (spawn key 0)",
+                 "calibration_cpu_s": round(time.process_time() - started, 2)})
+    return AivatSetup(plan.value_model, num_items, value=value), info
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -877,10 +1022,15 @@ def _headline(result: dict) -> str:
 
 def _corrected_headline(result: dict) -> str:
     """The agent's variance-reduced win rate, and how many times fewer deals it needs."""
-    win = result["variance_reduction"]["policies"][0]["win_rate"]
+    entry = result["variance_reduction"]
+    win = entry["policies"][0]["win_rate"]
+    terms = ""
+    if "terms" in win:
+        terms = (f"; draws alone {win['terms']['draws']:.2f}, actions alone "
+                 f"{win['terms']['actions']:.2f}; value: {entry['calibration']['model']}")
     return (f"variance-reduced: win rate {win['mean']:.1%} [{win['ci_low']:.1%}, "
             f"{win['ci_high']:.1%}]; variance ratio {win['variance_ratio']:.2f} (the plain "
-            "estimate needs that many times the deals for this interval's half-width)")
+            f"estimate needs that many times the deals for this interval's half-width){terms}")
 
 
 def _batch_options(batch: str, batch_size: str) -> tuple[bool | str, int]:
@@ -897,8 +1047,8 @@ def _batch_options(batch: str, batch_size: str) -> tuple[bool | str, int]:
 
 
 def _value_checkpoint(given: str | None, specs: list[str]) -> str | None:
-    """`--variance-reduction`'s checkpoint: the one given, or (given bare) the first spec's that
-    plays a checkpoint; `ValueError` when there is none."""
+    """`--variance-reduction`'s checkpoint: the one given ("fit": a value made for the lineup),
+    or (given bare) the first spec's that plays a checkpoint; `ValueError` when there is none."""
     if given is None or given:
         return given
     for spec in specs:
@@ -954,7 +1104,23 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
                         help="also report win rates and round scores with the luck of the draws "
                         "removed (unbiased control variates from a value head: "
                         "docs/variance-reduction.md), using CHECKPOINT's value.npz; without "
-                        "CHECKPOINT, that of the first spec that plays a checkpoint")
+                        "CHECKPOINT, that of the first spec that plays a checkpoint; "
+                        "'fit': AIVAT's terms for every draw and every random choice of a bot, "
+                        "with a value made for the lineup (--value-model; a folder named fit: "
+                        "give ./fit)")
+    parser.add_argument("--value-model", default=None, metavar="{rollout,ridge,mlp}",
+                        help="with --variance-reduction fit: rollout (default: the lineup "
+                        "played out from each position), or ridge / mlp fitted on "
+                        "--calibration-deals deals")
+    parser.add_argument("--calibration-deals", type=int, default=None, metavar="N",
+                        help="with --variance-reduction fit and --value-model ridge or mlp: "
+                        f"deals played first to fit the value (default "
+                        f"{aivat.DEFAULT_CALIBRATION_DEALS}, at most "
+                        f"{aivat.MAX_CALIBRATION_DEALS:,})")
+    parser.add_argument("--rollouts", type=int, default=None, metavar="K",
+                        help="with --variance-reduction fit and the rollout value: rollouts per "
+                        f"outcome (default {aivat.DEFAULT_ROLLOUTS}, at most "
+                        f"{aivat.MAX_ROLLOUTS})")
     parser.add_argument("--batch", default="auto", metavar="{auto,on,off}",
                         help="play many games at once (training.evaluation.batched: the random, "
                         "greedy and heuristic bots and ppo: networks, one forward pass per "
@@ -978,6 +1144,12 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
         for paths in outputs:
             check_writable(paths)
         value = _value_checkpoint(args.variance_reduction, [args.agent, *opponents])
+        for option, given in (("--value-model", args.value_model),
+                              ("--calibration-deals", args.calibration_deals),
+                              ("--rollouts", args.rollouts)):
+            if given is not None and value != aivat.FIT:
+                raise ValueError(f"{option} applies to --variance-reduction fit only; give "
+                                 f"--variance-reduction fit, or leave {option} out")
         batch, batch_size = _batch_options(args.batch, args.batch_size)
         if batch is True and args.record is not None:
             raise ValueError("--batch on cannot write --record (game records are written by "
@@ -986,7 +1158,9 @@ def main(argv: list[str] | None = None) -> dict | list[dict]:
                                  workers=args.workers, single_round=args.single_round,
                                  variance_reduction=value,
                                  batch=batch if args.record is None else False,
-                                 batch_size=batch_size)
+                                 batch_size=batch_size, value_model=args.value_model,
+                                 calibration_deals=args.calibration_deals,
+                                 rollouts=args.rollouts)
                  for group in groups]
         if args.record is not None:  # made last: a refused command leaves no folder
             folder = prepare_record_folder(args.record)
