@@ -44,8 +44,10 @@ $(RLLIB_VENV)/.installed: pyproject.toml
 	$(RLLIB_VENV)/bin/python -m pip install -q -e '.[dev,rllib]'
 	touch $@
 
+# Then the self-play collectors as Ray actors on a two-node cluster made on this machine.
 test-rllib: $(RLLIB_VENV)/.installed
 	$(RLLIB_VENV)/bin/python -m pytest -q tests/training/test_rllib.py tests/test_readme.py tests/test_examples.py -k "rllib"
+	$(RLLIB_VENV)/bin/python -m pytest -q tests/training/test_ray_collectors.py
 
 # The built site in headless Chromium (tests/site: every page, link, anchor and image, offline;
 # the search; a screenshot of the environment card in test-artifacts/). Debian's Chromium is

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -119,6 +120,13 @@ class SelfPlaySettings:
     overlap: bool = False
     """Collect the next rollout in the worker process(es) while the trainer's process updates
     (a one-iteration policy lag, corrected by PPO's ratio against the behaviour policy)."""
+    ray_address: str | None = None
+    """Where the collectors run. None: local processes (`workers`, `overlap`). "auto" (the
+    cluster this machine belongs to, or RAY_ADDRESS), "local" (a Ray instance started on this
+    machine for the run) or "HOST:PORT" (a cluster's head node): `workers` Ray actors of one
+    CPU each, anywhere in that cluster, collect for the learner in this process, with the
+    same games as `workers` local processes (docs/training.md, "Collectors on Ray"). Needs Ray
+    (the rllib extra); `python -m training.ppo --ray ADDRESS` sets it."""
     win_bonus: float = 0.0
     """Reward shaping: added to the round's winner(s) (lowest points, shared) minus its mean over
     the seats, so rewards stay zero-sum. 0 = the plain zero_sum reward."""
@@ -445,6 +453,18 @@ SEARCH_PLAYS = ("sample", "argmax")
 MAX_SEARCH_ITERATIONS = 100_000  # cf_env.agents.ismcts.MAX_ITERATIONS (checked in the tests)
 
 
+RAY_ADDRESS_KEYWORDS = ("auto", "local")
+_RAY_HOST_PORT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?:([0-9]{1,5})")
+
+
+def valid_ray_address(address) -> bool:
+    """`selfplay.ray_address` is null, a keyword of `ray.init` ("auto", "local") or HOST:PORT."""
+    if address is None or address in RAY_ADDRESS_KEYWORDS:
+        return True
+    match = isinstance(address, str) and _RAY_HOST_PORT.fullmatch(address)
+    return bool(match) and 1 <= int(match.group(1)) <= 65535
+
+
 def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -529,6 +549,12 @@ def validate(config: TrainConfig) -> None:
              "true when selfplay.search_share is 0 (else nothing trains the actor)")
     _require("selfplay.num_games", sp.num_games, sp.num_games % sp.workers == 0,
              f"a multiple of selfplay.workers ({sp.workers})")
+    _require("selfplay.ray_address", sp.ray_address, valid_ray_address(sp.ray_address),
+             "null (local processes), 'auto', 'local' or 'HOST:PORT' (a Ray head node, port "
+             "1..65535)")
+    _require("selfplay.ray_address", sp.ray_address,
+             sp.ray_address is None or config.algo == "selfplay",
+             "null for algo maskable_ppo (Ray collectors are self-play's)")
     if config.algo == "selfplay":
         _require("selfplay.rollout_steps * selfplay.num_games", sp.rollout_steps * sp.num_games,
                  sp.rollout_steps * sp.num_games >= 2, ">= 2")

@@ -3,6 +3,7 @@
     python -m training.ppo                                  # configs/default.yaml
     python -m training.ppo --config configs/smoke.yaml --set ppo.learning_rate=1e-4
     python -m training.ppo --resume runs/<run-name>         # continue from the latest checkpoint
+    python -m training.ppo --ray HOST:PORT                  # self-play collectors on a Ray cluster
 
 Two learners, picked by the config's `algo`: `selfplay` (the default, `training.selfplay`: every
 seat of many batched games learns, with a privileged critic) and `maskable_ppo`
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -95,6 +97,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override a config field, e.g. --set ppo.learning_rate=1e-4")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    parser.add_argument("--ray", metavar="ADDRESS", default=None,
+                        help="self-play collectors as Ray actors in the Ray cluster at ADDRESS "
+                        "('auto', 'local' or HOST:PORT; the same as --set "
+                        "selfplay.ray_address=ADDRESS; needs Ray: pip install -e '.[rllib]')")
     return parser.parse_args(argv)
 
 
@@ -122,6 +128,9 @@ def prepare(args: argparse.Namespace) -> Start:
     Raises `ValueError` or `OSError` (`FileNotFoundError` included) with a message naming the
     problem and what would be valid.
     """
+    overrides = list(args.set)
+    if args.ray is not None:  # JSON-quoted: a YAML string whatever the address looks like
+        overrides.append(f"selfplay.ray_address={json.dumps(args.ray)}")
     if args.resume:
         if args.config is not None:
             # A resumed run trains on its own config.yaml; another file would be ignored.
@@ -130,11 +139,27 @@ def prepare(args: argparse.Namespace) -> Start:
                              "fields with --set (python -m training.ppo --resume "
                              f"{args.resume} --set total_steps=<more>), or start a new run with "
                              "--config")
-        return _prepare_resume(Path(args.resume), args.set)
-    path = args.config or DEFAULT_CONFIG
-    config = load_config(path, args.set)
-    validate_policies(config)
-    return Start(config, Path(path).stem)
+        start = _prepare_resume(Path(args.resume), overrides)
+    else:
+        path = args.config or DEFAULT_CONFIG
+        config = load_config(path, overrides)
+        validate_policies(config)
+        start = Start(config, Path(path).stem)
+    _check_ray(start.config)
+    return start
+
+
+def _check_ray(config: TrainConfig) -> None:
+    """Ray collectors (`selfplay.ray_address`) need Ray in this Python."""
+    if config.selfplay.ray_address is None:
+        return
+    from training.selfplay.ray_collection import INSTALL_HINT, ray_available
+
+    if not ray_available():
+        raise ValueError(f"selfplay.ray_address={config.selfplay.ray_address!r} (--ray) runs the "
+                         f"collectors on Ray, which this Python lacks: install it with "
+                         f"{INSTALL_HINT}, or leave selfplay.ray_address unset (null) to collect "
+                         "in local processes")
 
 
 def _prepare_resume(run_dir: Path, overrides: list[str]) -> Start:

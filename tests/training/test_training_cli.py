@@ -197,6 +197,12 @@ def test_a_saved_value_the_checks_now_refuse_can_be_corrected_on_resume(base_run
         ("ppo=[1]", "ppo is a section"),
         ("seed=[1", r"--set seed: '\[1' is not a YAML value"),
         ("ppo..gamma=1", "section.field=value"),
+        ("selfplay.ray_address=nowhere", "selfplay.ray_address must be null .*'auto', 'local' or "
+                                         "'HOST:PORT'.*; got 'nowhere'"),
+        ("selfplay.ray_address=head:0", r"port 1\.\.65535\); got 'head:0'"),
+        ("selfplay.ray_address=head:65536", "selfplay.ray_address must be"),
+        ("selfplay.ray_address=':6379'", "selfplay.ray_address must be"),
+        ("selfplay.ray_address=6379", "selfplay.ray_address must be str"),
     ],
 )
 def test_config_ranges_and_types_are_checked(override, message):
@@ -343,6 +349,61 @@ def test_training_user_errors_print_one_error_line_and_exit_2(tmp_path):
     ):
         code, err = run_main(argv)
         assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, (argv, err)
+
+
+# ------------------------------------------------------------------------- --ray
+SELFPLAY = ["--config", SMOKE, "--set", "total_steps=128", "--set", "eval.every_steps=0"]
+
+
+@pytest.mark.parametrize("address", ["auto", "local", "127.0.0.1:6379", "head-node:10001",
+                                     "10:20"])
+def test_ray_sets_the_ray_address_field(address, monkeypatch):
+    """--ray ADDRESS is `selfplay.ray_address`, read as a string whatever it looks like (YAML
+    would read 10:20 as the number 620)."""
+    from training.selfplay import ray_collection
+
+    monkeypatch.setattr(ray_collection, "ray_available", lambda: True)
+    start = ppo.prepare(ppo.parse_args([*SELFPLAY, "--ray", address]))
+    assert start.config.selfplay.ray_address == address
+    assert ppo.prepare(ppo.parse_args(SELFPLAY)).config.selfplay.ray_address is None
+    assert load_config(SMOKE, ["selfplay.ray_address=auto"]).selfplay.ray_address == "auto"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--ray", "nowhere"], "error: selfplay.ray_address must be null (local processes), 'auto', "
+                           "'local' or 'HOST:PORT'"),
+    (["--ray", "auto", "--set", "algo=maskable_ppo"],
+     "error: selfplay.ray_address must be null for algo maskable_ppo"),
+    (["--ray", "auto"], "error: selfplay.ray_address='auto' (--ray) runs the collectors on Ray, "
+                        "which this Python lacks: install it with pip install -e '.[rllib]'"),
+])
+def test_ray_user_errors_print_one_error_line_before_any_file(tmp_path, monkeypatch, argv,
+                                                               message):
+    from training.selfplay import ray_collection
+
+    monkeypatch.setattr(ray_collection, "ray_available", lambda: False)
+    code, err = run_main([*SELFPLAY, "--set", f"runs_dir={tmp_path}", "--set", "run_name=r",
+                          *argv])
+    assert code == 2 and err.startswith(message) and err.count("\n") == 1, err
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_ray_path_imports_ray_only_when_it_collects():
+    """Everything but a `RayCollection` works without Ray: its module imports none, and
+    without Ray installed the collection says how to install it."""
+    code = ("import sys, training.selfplay.ray_collection as rc, training.ppo;"
+            "assert 'ray' not in sys.modules, 'ray imported'; print(rc.ray_available())")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    if proc.stdout.strip() == "False":
+        from training.processes import CollectorError
+        from training.selfplay.learner import SelfPlayTrainer
+
+        config = load_config(SMOKE, ["selfplay.ray_address=auto"])
+        with pytest.raises(CollectorError, match=r"needs Ray, which this Python lacks .*install "
+                                                 r"it with pip install -e '\.\[rllib\]'"):
+            SelfPlayTrainer(config, seed=0)
 
 
 # -------------------------------------------------------------------- the learning curve

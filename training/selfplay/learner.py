@@ -37,6 +37,8 @@ Design, top to bottom as the code runs:
    snapshots); a worker writes each rollout into its pool block (`SharedRollout`, memory no
    path names) and answers only its statistics; a worker that dies or fails raises
    `CollectorError` naming it.
+   With `selfplay.ray_address` the same collectors run as Ray actors anywhere in a Ray cluster
+   (`training.selfplay.ray_collection.RayCollection`: the same games as `workers` processes).
 5. **Precision** (`selfplay.update_dtype`): the update's matmuls in float32, or in bfloat16
    under `torch.autocast` ("auto": where the CPU multiplies bf16 in hardware); everything else
    (weights, Adam, losses, collection) is float32.
@@ -395,6 +397,22 @@ def _serve_collector(start: WorkerStart):
     return collect
 
 
+def merge_rollouts(parts: list[tuple[dict[str, np.ndarray], dict]]) -> tuple[Rollout, dict]:
+    """One rollout of the workers' (arrays, statistics), concatenated in worker order: each
+    part's chain links (`next`) shifted by the rows before it, the statistics summed."""
+    merged, offset = {}, 0
+    stats = {"wins": 0.0, "seats": 0, "rounds": 0}
+    for arrays, part_stats in parts:
+        nxt = arrays["next"]
+        for key, value in arrays.items():
+            merged.setdefault(key, []).append(np.where(nxt >= 0, nxt + offset, -1)
+                                              if key == "next" else value)
+        offset += len(nxt)
+        for key in stats:
+            stats[key] += part_stats[key]
+    return Rollout(**{k: np.concatenate(v) for k, v in merged.items()}), stats
+
+
 def _numpy_state(module: nn.Module) -> dict:
     return {k: v.detach().numpy().copy() for k, v in module.state_dict().items()}
 
@@ -448,20 +466,13 @@ class ProcessCollection:
             self.pool.submit(worker, job)
 
     def result(self) -> tuple[Rollout, dict]:
-        merged, offset = {}, 0
-        stats = {"wins": 0.0, "seats": 0, "rounds": 0}
+        parts = []
         for worker, shared in enumerate(self.shared):
             part_stats = self.pool.receive(worker)  # the worker has written its block
-            part = dict(shared.arrays)  # views: the np.concatenate below copies them out
-            nxt = part["next"]
-            part["next"] = np.where(nxt >= 0, nxt + offset, -1)
-            offset += len(nxt)
-            for key, value in part.items():
-                merged.setdefault(key, []).append(value)
-            for key in stats:
-                stats[key] += part_stats[key]
-            del part, nxt
-        return Rollout(**{k: np.concatenate(v) for k, v in merged.items()}), stats
+            parts.append((dict(shared.arrays), part_stats))  # views: merge_rollouts copies them
+        merged = merge_rollouts(parts)
+        del parts
+        return merged
 
     def collect(self, actor, critic, new_snapshots: list[str]) -> tuple[Rollout, dict]:
         self.start(actor, critic, new_snapshots)
@@ -501,7 +512,11 @@ class SelfPlayTrainer:
         self.generator = torch.Generator().manual_seed(seed)
         s = config.selfplay
         self.overlap = s.overlap
-        if s.workers == 1 and not s.overlap:
+        if s.ray_address is not None:
+            from training.selfplay.ray_collection import RayCollection
+
+            self.collection = RayCollection(config, seed, self.snapshots)
+        elif s.workers == 1 and not s.overlap:
             self.collection = LocalCollection(config, seed, self.snapshots)
         else:
             self.collection = ProcessCollection(config, seed, self.snapshots)
