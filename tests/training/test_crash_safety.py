@@ -424,7 +424,7 @@ def test_collectors_die_with_a_killed_trainer(tmp_path):
 def test_a_collector_that_dies_mid_run_is_named(tmp_path):
     from training.config import load_config
     from training.processes import CollectorError
-    from training.selfplay.learner import ProcessCollection, build_networks
+    from training.selfplay.collection import ProcessCollection, build_networks
 
     config = load_config(SMOKE, ["selfplay.workers=2"])
     actor, critic = build_networks(config)

@@ -23,8 +23,9 @@ from cf_env.envs.env import raw_env
 from training import ppo
 from training.artifacts import checkpoints as ckpt
 from training.config import MAX_SEARCH_ITERATIONS, load_config
+from training.selfplay.collection import build_mlp, build_networks
 from training.selfplay.collector import ILLEGAL_LOGIT, Collector, compute_gae, privileged_size
-from training.selfplay.learner import build_mlp, build_networks, ppo_update
+from training.selfplay.learner import ppo_update
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
@@ -204,7 +205,7 @@ def test_the_expert_iteration_recipe_loads_and_starts_from_the_shipped_actor():
 
 def test_a_collector_process_hands_over_the_search_targets_too():
     """The targets and flags travel through the worker's shared-memory block unchanged."""
-    from training.selfplay.learner import LocalCollection, ProcessCollection
+    from training.selfplay.collection import LocalCollection, ProcessCollection
 
     config = load_config(SMOKE, ["ppo.net_arch=[16]", "selfplay.num_games=4",
                                  "selfplay.rollout_steps=6", "selfplay.search_share=0.5",

@@ -201,7 +201,7 @@ def play_batched(policies: list, owners: list[int], config: ChickenFootConfig,
             owner = seat_owner[waiting, st.current[waiting]]
             observations = kb.observe()
             actions = np.empty(waiting.size, np.int64)
-            masks = _masks(kb.legal_words[waiting], config.num_actions)
+            masks = masks_from_bitsets(kb.legal_words[waiting], config.num_actions)
             for index in networks:
                 mine = np.flatnonzero(owner == index)
                 if mine.size:
@@ -231,7 +231,7 @@ def _rotation_seats(n: int, rotation: int) -> list[int]:
     return [(seat - rotation) % n for seat in range(n)]
 
 
-def _masks(words: np.ndarray, num_actions: int) -> np.ndarray:
+def masks_from_bitsets(words: np.ndarray, num_actions: int) -> np.ndarray:
     """(k, A) bool masks from (k, W) uint64 legal bitsets (little-endian words)."""
     raw = np.ascontiguousarray(words).view(np.uint8)
     return np.unpackbits(raw, axis=1, count=num_actions, bitorder="little").view(bool)

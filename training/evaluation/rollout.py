@@ -57,7 +57,7 @@ from cf_env.core.kernel import (
     games_step,
     jit,
 )
-from training.evaluation.batched import _masks
+from training.evaluation.batched import masks_from_bitsets
 
 ROLLOUT_POLICIES = tuple(BOT_KINDS)  # the bots a rollout seat can be played by
 DEFAULT_ROLLOUT_POLICY = "heuristic"  # for the seats of a policy that is not one of them
@@ -179,7 +179,7 @@ class RolloutValue:
             if not waiting.size:
                 break
             observations = kb.observe()
-            masks = _masks(kb.legal_words[waiting], self.config.num_actions)
+            masks = masks_from_bitsets(kb.legal_words[waiting], self.config.num_actions)
             movers = st.current[waiting]
             actions = np.empty(waiting.size, np.int64)
             for s, network in enumerate(self.networks):

@@ -49,8 +49,9 @@ from cf_env.tools.cli import HelpFormatter
 from training.artifacts import checkpoints as ckpt
 from training.artifacts.ship import card_markdown
 from training.config import config_from_dict
+from training.selfplay.collection import build_networks, collector_kwargs
 from training.selfplay.collector import Collector, compute_gae
-from training.selfplay.learner import build_networks, collector_kwargs, update_autocast
+from training.selfplay.learner import update_autocast
 
 # Upper bounds of the sizes the command allocates (a rollout is games x rollout_steps rows).
 FIT_LIMITS = {"decisions": 10**10, "games": 1 << 14, "rollout_steps": 1 << 12, "epochs": 1000,

@@ -54,16 +54,16 @@ import torch
 from cf_env import OBSERVATION_VERSION
 from training.config import TrainConfig, config_from_dict
 from training.processes import CollectorError
-from training.selfplay.collector import Collector, Rollout
-from training.selfplay.learner import (
+from training.selfplay.collection import (
     CollectorSetup,
-    _finish,
-    _numpy_state,
     build_networks,
     collector_kwargs,
+    finish_rollout,
     merge_rollouts,
+    numpy_state,
     worker_seed,
 )
+from training.selfplay.collector import Collector, Rollout
 
 START_TIMEOUT_S = 300.0
 """How long `RayCollection` waits for all its actors to be placed and started."""
@@ -168,7 +168,7 @@ class CollectorActor:
         for snap in ray.get(list(new_snapshots)):
             self.collector.add_snapshot(str(snap.write(self.folder)))
         self._prune()
-        roll, stats = _finish(self.collector, self.collector.collect(
+        roll, stats = finish_rollout(self.collector, self.collector.collect(
             self.actor, self.critic, self.config.selfplay.rollout_steps), self.config)
         return {name: getattr(roll, name) for name in ROLLOUT_FIELDS}, stats
 
@@ -266,7 +266,7 @@ class RayCollection:
 
     def start(self, actor, critic, new_snapshots: list[str]) -> None:
         ray = self.ray
-        actor_ref, critic_ref = ray.put(_numpy_state(actor)), ray.put(_numpy_state(critic))
+        actor_ref, critic_ref = ray.put(numpy_state(actor)), ray.put(numpy_state(critic))
         refs = self._snapshot_refs(new_snapshots)
         self._pending = [a.collect.remote(actor_ref, critic_ref, refs) for a in self.actors]
 
