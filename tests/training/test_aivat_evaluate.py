@@ -114,6 +114,18 @@ def test_a_bot_against_three_of_itself_is_estimated_at_parity(parity):
         assert set(policy["win_rate"]["terms"]) == {"draws", "actions", "both"}
 
 
+def test_the_markdown_report_shows_the_corrected_estimates_and_their_ratios(parity):
+    from training.evaluation.report import format_markdown
+
+    text = format_markdown(parity)
+    plain_text = format_markdown({k: v for k, v in parity.items() if k != "variance_reduction"})
+    assert text.startswith(plain_text.rstrip("\n")) and "Variance-reduced" not in plain_text
+    win = parity["variance_reduction"]["policies"][0]["win_rate"]
+    row = next(line for line in text.splitlines()[len(plain_text.splitlines()):]
+               if line.startswith("| heuristic |"))
+    assert f"{win['mean'] * 100:.1f}%" in row and f"{win['variance_ratio']:.2f} (draws" in row
+
+
 def test_the_option_changes_nothing_but_its_own_entry(parity):
     plain = evaluate(["heuristic", "heuristic"], SMALL, 64, seed=6, single_round=True)
     reduced = dict(parity)

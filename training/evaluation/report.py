@@ -52,7 +52,28 @@ def format_markdown(result: dict) -> str:
         row += "" if single else f"{_fmt(d['game_total'], 1)} | "
         row += f"{_fmt(d['rank'], 2)} |"
         lines.append(row)
+    if "variance_reduction" in result:
+        lines += _corrected_tables(result["variance_reduction"])
     return "\n".join(lines) + "\n"
+
+
+def _ratio(entry: dict) -> str:
+    terms = entry.get("terms")
+    extra = (f" (draws {terms['draws']:.2f}, actions {terms['actions']:.2f})"
+             if terms else "")
+    return f"{entry['variance_ratio']:.2f}{extra}"
+
+
+def _corrected_tables(corrected: dict) -> list[str]:
+    """The variance-reduced estimates: per policy, its corrected win rate and round score with
+    the variance ratio of each (and, for AIVAT's fitted route, the ratio per term)."""
+    lines = ["", "Variance-reduced (docs/variance-reduction.md): the same games, each estimate "
+             "corrected by its control variates; the ratio is plain variance / corrected.", "",
+             "| policy | win rate | ratio | round score | ratio |", "|" + " --- |" * 5]
+    for p in corrected["policies"]:
+        lines.append(f"| {p['name']} | {_fmt(p['win_rate'], 1, True)} | {_ratio(p['win_rate'])} "
+                     f"| {_fmt(p['round_score'], 2)} | {_ratio(p['round_score'])} |")
+    return lines
 
 
 def plot(result: dict, path: str | Path) -> None:
