@@ -32,8 +32,9 @@ Design, top to bottom as the code runs:
    With `workers >= 2` and no overlap, the workers collect in parallel and then wait for the
    update. Each worker owns `num_games / workers` games seeded from (seed, worker index), so a
    run is deterministic for a fixed `workers` and `overlap`; different values deal different
-   games (and `overlap` adds the lag), so their runs differ. The collectors are a
-   `training.processes.WorkerPool` served typed jobs (`CollectJob`: the weights and new
+   games (and `overlap` adds the lag), so their runs differ. The collections and the networks
+   are `training.selfplay.collection`'s: the collectors are a `training.processes.WorkerPool`
+   served typed jobs (`CollectJob`: the weights and new
    snapshots); a worker writes each rollout into its pool block (`SharedRollout`, memory no
    path names) and answers only its statistics; a worker that dies or fails raises
    `CollectorError` naming it.
