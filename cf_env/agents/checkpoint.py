@@ -615,11 +615,18 @@ class ValueHead:
 
     def values(self, rows: np.ndarray) -> np.ndarray:
         """Values of `rows` (B, observation + privileged), float32 in, (B,) out."""
-        x = rows
-        for W, b in self.layers[:-1]:
-            x = self.activation(x @ W + b)
-        W, b = self.layers[-1]
-        return (x @ W + b)[:, 0]
+        return mlp_forward(self.layers, self.activation, rows)[:, 0]
+
+
+def mlp_forward(layers: list[tuple[np.ndarray, np.ndarray]], activation, rows: np.ndarray
+                ) -> np.ndarray:
+    """An MLP over a batch: `rows` (B, inputs) through `layers` of (W (in, out), b), `activation`
+    between them, none after the last; (B, outputs)."""
+    x = rows
+    for W, b in layers[:-1]:
+        x = activation(x @ W + b)
+    W, b = layers[-1]
+    return x @ W + b
 
 
 def value_entry(card: Mapping, file: Path) -> dict:

@@ -79,7 +79,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cf_env.agents.checkpoint import load_ppo_policy
+from cf_env.agents.checkpoint import load_ppo_policy, mlp_forward
 from cf_env.agents.kernel_bots import next_uniform
 from cf_env.agents.kernel_search import Deals, KernelSearch, root_children, rule_tables
 from cf_env.core.actions import actions_in
@@ -219,11 +219,7 @@ class NetworkGuide:
         self.label = label
 
     def logits(self, rows: np.ndarray) -> np.ndarray:
-        x = rows
-        for W, b in self.layers[:-1]:
-            x = self.activation(x @ W + b)
-        W, b = self.layers[-1]
-        return x @ W + b
+        return mlp_forward(self.layers, self.activation, rows)
 
     def prior(self, vector: np.ndarray, legal: list[int]) -> list[float]:
         """P(a) over the legal actions (softmax of their logits), as a list over action ids."""

@@ -64,6 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from cf_env.agents.checkpoint import mlp_forward
 from cf_env.core.config import ChickenFootConfig
 from cf_env.core.engine import Engine
 from cf_env.core.observation import Encoder
@@ -72,6 +73,7 @@ from training.evaluation.variance import (
     CORRECTED_METRICS,
     FOLDS,
     DrawCorrector,
+    cross_fitted_multi,
     variance_ratio,
 )
 
@@ -175,11 +177,7 @@ class FittedValue:
         return x if self.activation_name == "identity" else np.maximum(x, 0.0)
 
     def values(self, rows: np.ndarray) -> np.ndarray:
-        x = rows
-        for W, b in self.layers[:-1]:
-            x = self.activation(x @ W + b)
-        W, b = self.layers[-1]
-        return (x @ W + b)[:, 0]
+        return mlp_forward(self.layers, self.activation, rows)[:, 0]
 
 
 def fit_value(rows: np.ndarray, targets: np.ndarray, model: str = DEFAULT_MODEL,
@@ -464,22 +462,6 @@ def calibrate(config: ChickenFootConfig, deal_results: list[dict], owners: Seque
             "held_out_deals": len(held_part), "held_out_rows": int(rows_out.shape[0]),
             "r2_held_out": float(1 - np.var(targets_out - predicted) / spread) if spread else 0.0}
     return value, info
-
-
-def cross_fitted_multi(y: np.ndarray, controls: np.ndarray) -> tuple[np.ndarray, list[list[float]]]:
-    """`variance.cross_fitted` with several controls (deals, k): deal d's coefficients are the
-    least-squares ones of y on the controls over the deals of the other folds."""
-    y, controls = np.asarray(y, np.float64), np.asarray(controls, np.float64)
-    fold = np.arange(y.size) % FOLDS
-    corrected, coefficients = y.copy(), []
-    for f in range(FOLDS):
-        other = fold != f
-        c, t = controls[other], y[other]
-        cc = c - c.mean(axis=0)
-        b, *_ = np.linalg.lstsq(cc, t - t.mean(), rcond=None)
-        corrected[fold == f] -= controls[fold == f] @ b
-        coefficients.append([float(x) for x in b])
-    return corrected, coefficients
 
 
 TERMS = {"draws": (0,), "actions": (1,), "both": (0, 1)}

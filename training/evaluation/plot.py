@@ -64,6 +64,32 @@ def load_training_win_rate(run_dir: Path) -> list[tuple[int, float]]:
     return sorted(points.items())
 
 
+def _players(run_dir: Path) -> int:
+    info = read_run_info(run_dir)
+    if info is None:
+        raise ValueError(f"{run_dir}: no run.json; expected a run directory written by "
+                         "python -m training.ppo")
+    return info["env_config"]["num_players"]
+
+
+def _curve(ax, where: list, entries: list[dict], label: str, alpha: float) -> None:
+    """One opponent's evaluations: the win rate and its 95% band."""
+    ax.plot(where, [e["win_rate"]["mean"] for e in entries], marker="o", ms=3, label=label)
+    ax.fill_between(where, [e["win_rate"]["ci_low"] for e in entries],
+                    [e["win_rate"]["ci_high"] for e in entries], alpha=alpha)
+
+
+def _save(fig, out: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    with atomic.atomic_path(out) as temporary:
+        fig.savefig(temporary, dpi=120, format="png", bbox_inches="tight", pad_inches=0.15)
+    plt.close(fig)
+    return out
+
+
 def plot_run(run_dir: str | Path, out: str | Path) -> Path:
     import matplotlib
 
@@ -72,18 +98,11 @@ def plot_run(run_dir: str | Path, out: str | Path) -> Path:
 
     run_dir, out = Path(run_dir), Path(out)
     evals = load_evals(run_dir)
-    info = read_run_info(run_dir)
-    if info is None:
-        raise ValueError(f"{run_dir}: no run.json; expected a run directory written by "
-                         "python -m training.ppo")
-    players = info["env_config"]["num_players"]
+    players = _players(run_dir)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for opponent, entries in evals.items():
-        steps = [e["steps"] for e in entries]
-        mean = [e["win_rate"]["mean"] for e in entries]
-        ax.plot(steps, mean, marker="o", ms=3, label=f"vs {players - 1}× {opponent} (eval)")
-        ax.fill_between(steps, [e["win_rate"]["ci_low"] for e in entries],
-                        [e["win_rate"]["ci_high"] for e in entries], alpha=0.2)
+        _curve(ax, [e["steps"] for e in entries], entries,
+               f"vs {players - 1}× {opponent} (eval)", alpha=0.2)
     training = load_training_win_rate(run_dir)
     if training:
         steps, values = (np.asarray(x) for x in zip(*training))
@@ -98,12 +117,7 @@ def plot_run(run_dir: str | Path, out: str | Path) -> Path:
     ax.set_title(f"{run_dir.name}: win rate vs steps (95% CI over duplicate deals)")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    with atomic.atomic_path(out) as temporary:
-        fig.savefig(temporary, dpi=120, format="png", bbox_inches="tight", pad_inches=0.15)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
 def evaluation_hours(run_dir: Path, entries: list[dict]) -> list[float]:
@@ -142,15 +156,10 @@ def plot_runs(run_dirs: list[str | Path], out: str | Path, x: str = "steps") -> 
         raise ValueError(f"x must be one of {', '.join(X_AXES)}; got {x!r}")
     runs = [Path(r) for r in run_dirs]
     evals = {run: load_evals(run) for run in runs}
-    players = set()
+    players = {_players(run) for run in runs}
     for run in runs:
-        info = read_run_info(run)
-        if info is None:
-            raise ValueError(f"{run}: no run.json; expected a run directory written by "
-                             "python -m training.ppo")
         if not evals[run]:
             raise ValueError(f"{run}: no evaluations in evals.jsonl to plot")
-        players.add(info["env_config"]["num_players"])
     if len(players) > 1:
         raise ValueError(f"runs of different player counts ({sorted(players)}) are not comparable")
     players = players.pop()
@@ -164,23 +173,14 @@ def plot_runs(run_dirs: list[str | Path], out: str | Path, x: str = "steps") -> 
                 continue
             where = ([e["steps"] for e in entries] if x == "steps"
                      else evaluation_hours(run, entries))
-            ax.plot(where, [e["win_rate"]["mean"] for e in entries], marker="o", ms=3,
-                    label=run.name)
-            ax.fill_between(where, [e["win_rate"]["ci_low"] for e in entries],
-                            [e["win_rate"]["ci_high"] for e in entries], alpha=0.15)
+            _curve(ax, where, entries, run.name, alpha=0.15)
         ax.axhline(1 / players, color="black", ls="--", lw=1, label=f"parity ({1 / players:.0%})")
         ax.set_title(f"vs {players - 1}× {opponent} (95% CI over duplicate deals)", fontsize=10)
         ax.set_xlabel("learner steps" if x == "steps" else "wall-clock hours")
         ax.set_ylabel("win rate (ties split)")
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    with atomic.atomic_path(out) as temporary:
-        fig.savefig(temporary, dpi=120, format="png", bbox_inches="tight", pad_inches=0.15)
-    plt.close(fig)
-    return out
+    return _save(fig, Path(out))
 
 
 X_AXES = ("steps", "hours")

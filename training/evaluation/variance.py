@@ -236,16 +236,24 @@ def cross_fitted(y: np.ndarray, control: np.ndarray) -> tuple[np.ndarray, list[f
     control D over the deals of the other folds (d mod `FOLDS` differs), so b never depends on
     deal d itself and the corrected mean keeps y's expectation (E[D] = 0). A fold whose
     complement has no spread in D gets b = 0."""
-    y, control = np.asarray(y, np.float64), np.asarray(control, np.float64)
+    corrected, coefficients = cross_fitted_multi(y, np.asarray(control, np.float64)[:, None])
+    return corrected, [b for (b,) in coefficients]
+
+
+def cross_fitted_multi(y: np.ndarray, controls: np.ndarray) -> tuple[np.ndarray, list[list[float]]]:
+    """`cross_fitted` with several controls (deals, k): deal d's coefficients are the
+    least-squares ones of y on the controls over the deals of the other folds (the minimum-norm
+    solution: 0 for a control without spread there)."""
+    y, controls = np.asarray(y, np.float64), np.asarray(controls, np.float64)
     fold = np.arange(y.size) % FOLDS
     corrected, coefficients = y.copy(), []
     for f in range(FOLDS):
         other = fold != f
-        c, t = control[other], y[other]
-        spread = float(((c - c.mean()) ** 2).sum())
-        b = float(((c - c.mean()) * (t - t.mean())).sum() / spread) if spread > 0 else 0.0
-        corrected[fold == f] -= b * control[fold == f]
-        coefficients.append(b)
+        c, t = controls[other], y[other]
+        cc = c - c.mean(axis=0)
+        b, *_ = np.linalg.lstsq(cc, t - t.mean(), rcond=None)
+        corrected[fold == f] -= controls[fold == f] @ b
+        coefficients.append([float(x) for x in b])
     return corrected, coefficients
 
 
