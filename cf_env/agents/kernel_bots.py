@@ -47,6 +47,7 @@ from cf_env.core.kernel import (
     nth_bit,
     play_phase,
 )
+from cf_env.core.raw import raw
 
 OUTSIDE, RANDOM, GREEDY, HEURISTIC = 0, 1, 2, 3
 BOT_KINDS = {"random": RANDOM, "greedy": GREEDY, "heuristic": HEURISTIC}
@@ -99,6 +100,7 @@ def mul64(a, b):
 @jit
 def next_uniform(bot_rng, i):
     """splitmix64 step of game i's stream: a float in [0, 1) with 53 random bits."""
+    bot_rng = raw(bot_rng)
     x = add64(bot_rng[i], np.uint64(0x9E3779B97F4A7C15))
     bot_rng[i] = x
     z = mul64(x ^ (x >> np.uint64(30)), np.uint64(0xBF58476D1CE4E5B9))
@@ -233,6 +235,7 @@ def bot_action(st, tb, weights, kind, bot_rng, i, legal, scores, counts):
 def batch_advance(st, tb, weights, seat_kind, bot_rng, skip_forced, legal_out, stop, scores,
                   counts):
     """Play each game until an outside seat must choose or a round ends (module docstring)."""
+    st, tb, weights, seat_kind, bot_rng, legal_out, stop, scores, counts = raw(st), raw(tb), raw(weights), raw(seat_kind), raw(bot_rng), raw(legal_out), raw(stop), raw(scores), raw(counts)
     for i in range(st.current.shape[0]):
         if st.game_over[i]:
             stop[i] = GAME_OVER

@@ -82,6 +82,7 @@ from cf_env.core.kernel import (
     num_words,
     popcount,
 )
+from cf_env.core.raw import raw
 
 # `apply_action` compiled again to be inlined where it is called: a call that is not inlined
 # passes every array of the state (about 230 words), a quarter of a search iteration's cost
@@ -246,6 +247,7 @@ def _copy_row_compiled(a, src, dst):
 @jit
 def copy_game(st, src, dst):
     """Game slot src of every state array into slot dst."""
+    st = raw(st)
     for a in literal_unroll(st):
         copy_row(a, src, dst)
 
@@ -318,6 +320,7 @@ def playout(st, tb, i, value, follow, weight, rng, first, legal, moves):
     """Play game i's round to its end by the rule, `first` first (-1: none); each (seat, action)
     into moves. Returns the number of moves, or -1 (nothing played) when `first` is not legal or
     no round is in play. The seats' R12 points are then in st.round_points[i]."""
+    st, tb, rng, legal, moves = raw(st), raw(tb), raw(rng), raw(legal), raw(moves)
     if st.game_over[i]:
         return -1
     if first >= 0 and not is_legal(st, tb, i, first):
@@ -425,6 +428,7 @@ def search(st, tb, root, work, deals, count, tree, rng, value, follow, weight, e
     deals[j] (module docstring); with `use_prior`, PUCT over prior (A,) at the root, else UCB1.
     legal (N, W), path (max_moves,) int64, moves (max_moves, 2) int32 and rewards (n,) float64
     are scratch."""
+    st, tb, deals, tree, rng, prior, legal, path, moves, rewards = raw(st), raw(tb), raw(deals), raw(tree), raw(rng), raw(prior), raw(legal), raw(path), raw(moves), raw(rewards)
     n = tb.params[P_PLAYERS]
     ints = tree.ints
     for j in range(count):
@@ -564,6 +568,7 @@ def sample_deal(dt, rng, row):
 
 @jit
 def sample_deals(dt, rng, rows, count):
+    dt, rng, rows = raw(dt), raw(rng), raw(rows)
     for j in range(count):
         sample_deal(dt, rng, rows[j])
 

@@ -65,18 +65,15 @@ boneyard's tiles; zeros once the game is over), its offsets read from `privilege
 by `priv_tables(config)` (`PrivTables`); tests/core/test_kernel_privileged.py checks it. Everything here also runs as plain Python
 under NUMBA_DISABLE_JIT=1 (the same functions).
 
-Compilation: every function is `@njit(cache=True, error_model="numpy", _nrt=False)` (`jit`;
-error_model: no division-by-zero branch on the seat arithmetic). The compiled code allocates
-nothing (every array comes in from the wrapper), so it runs without numba's reference counting:
-with it, each array taken out of the state NamedTuple inside the loops costs an atomic
-incref/decref pair, many times the work of the rules themselves. `_nrt` is a numba option
-without a public name (numba uses it for its own string kernels), so pyproject.toml pins the
-numba range CI tested and a test fails if that range lacks it; a numba without it would get
-plain `njit`: the same results, several times slower (unpacking the arrays once at the top of
-the batch_* functions and passing them to the helpers is the public-API route to try then).
-The timings behind these choices: docs/search/results.md. One compilation serves every config:
-the types (dtypes and ranks of the arrays) do not depend on the config, only the shapes and
-`params` do.
+Compilation: every function is `@njit(cache=True, error_model="numpy")` (`jit`; error_model:
+no division-by-zero branch on the seat arithmetic). The entry points (the functions the Python
+side calls) take plain arrays and turn them, and the state and table tuples, into `RawArray`
+views once at their top (`cf_env.core.raw.raw`): numba counts no references to those, so a
+helper that takes the state costs no incref/decref pair per array on every call, which with
+plain arrays cost many times the rules themselves (docs/speed/kernel.md). The compiled code
+allocates nothing; every array comes in from the wrapper, which keeps it alive. One compilation
+serves every config: the types (dtypes and ranks of the arrays) do not depend on the config,
+only the shapes and `params` do.
 """
 
 from __future__ import annotations
@@ -96,6 +93,7 @@ from cf_env.core.observation import (
     observation_layout,
     privileged_layout,
 )
+from cf_env.core.raw import raw, reshape, view
 from cf_env.core.tiles import tile_tables
 
 if TYPE_CHECKING:
@@ -127,18 +125,9 @@ SEARCH_LOWER = START_SEARCHES.index("lower_double")
 TIE_R13 = TIE_BREAKS.index("r13")
 NO_ROUND = 2**62  # min_nonzero of a seat without a non-zero round (R13: "infinity")
 
-# The compiled code allocates nothing, so it runs without numba's reference counting (see
-# "Compilation" above); a numba without the option compiles the same code with it.
-try:
-    from numba.core.cpu import CPUTargetOptions
-
-    _NO_NRT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
-except ImportError:  # pragma: no cover - a numba that moved its options
-    _NO_NRT = {}
-jit = njit(cache=True, error_model="numpy", **_NO_NRT)
-# Helpers that make views: without reference counting no compiled function may return an array
-# it did not get, so these are inlined into their callers.
-inline_jit = njit(cache=True, error_model="numpy", inline="always", **_NO_NRT)
+jit = njit(cache=True, error_model="numpy")
+# Helpers that only make views or are too small to be worth a call: inlined into their callers.
+inline_jit = njit(cache=True, error_model="numpy", inline="always")
 
 ZERO = np.uint64(0)
 ONE = np.uint64(1)
@@ -441,7 +430,7 @@ def _can_place(st, tb, i, seat):
     return False
 
 
-@jit
+@inline_jit
 def legal_into(st, tb, i, out):
     """Game i's legal bitset into out[i] (R6-R9; exactly `Engine.legal_bits`)."""
     width = out.shape[1]
@@ -851,6 +840,7 @@ def apply_action(st, tb, i, action):
 @jit
 def batch_legal(st, tb, out_words):
     """Every game's legal bitset into out_words (N, W) uint64; all zero for a finished game."""
+    st, tb, out_words = raw(st), raw(tb), raw(out_words)
     for i in range(st.current.shape[0]):
         legal_into(st, tb, i, out_words)
 
@@ -858,6 +848,7 @@ def batch_legal(st, tb, out_words):
 @jit
 def batch_first_illegal(st, tb, actions):
     """The first game i (not over) whose actions[i] is not legal now, or -1 when all are."""
+    st, tb, actions = raw(st), raw(tb), raw(actions)
     for i in range(st.current.shape[0]):
         if not st.game_over[i] and not is_legal(st, tb, i, actions[i]):
             return i
@@ -870,6 +861,7 @@ def batch_step(st, tb, actions):
     leaves its game unchanged; returns how many were illegal (0 when all were applied).
     `KernelBatch.step` checks the whole batch first (`batch_first_illegal`), so that a bad
     action there changes no game at all."""
+    st, tb, actions = raw(st), raw(tb), raw(actions)
     bad = 0
     for i in range(st.current.shape[0]):
         st.round_ended[i] = False
@@ -886,6 +878,7 @@ def batch_step(st, tb, actions):
 @jit
 def games_first_illegal(st, tb, games, actions):
     """The first j whose actions[j] is not legal in game games[j] (over or not), or -1."""
+    st, tb, games, actions = raw(st), raw(tb), raw(games), raw(actions)
     for j in range(games.shape[0]):
         if not is_legal(st, tb, games[j], actions[j]):
             return j
@@ -896,6 +889,7 @@ def games_first_illegal(st, tb, games, actions):
 def games_step(st, tb, games, actions):
     """Apply actions[j] in game games[j] (each legal: `games_first_illegal` first), the other
     games untouched; round_ended is set or cleared for the stepped games only."""
+    st, tb, games, actions = raw(st), raw(tb), raw(games), raw(actions)
     for j in range(games.shape[0]):
         i = games[j]
         st.round_ended[i] = False
@@ -906,6 +900,7 @@ def games_step(st, tb, games, actions):
 def batch_reset(st, tb, games, perms):
     """Start a new game in each of `games` (indices), round 0 dealt from perms[j] for games[j];
     need_perm is raised so that the wrapper draws each game's next permutation."""
+    st, tb, games, perms = raw(st), raw(tb), raw(games), raw(perms)
     for j in range(games.shape[0]):
         i = games[j]
         for k in range(st.boneyard.shape[1]):
@@ -977,6 +972,7 @@ def _random_actions(legal_words, uniforms, out):
     """Unchecked kernel of `batch_random_actions`: the int(u * k)-th of each row's k legal
     actions, the pick clamped into [0, k) so that no uniform can name an action outside the
     row."""
+    legal_words, uniforms, out = raw(legal_words), raw(uniforms), raw(out)
     for i in range(legal_words.shape[0]):
         total = count_bits(legal_words, i)
         if total == 0:
@@ -1035,6 +1031,7 @@ def batch_observe(st, tb, ob, seats, out):
     writes it; the 0/1 boards are written whole without branches, the one-hot pieces cleared
     first. Offsets are uint64 (ob.starts / ob.stops): a signed operand would make a position
     float64. The per-game loop is inlined here, not a helper taking `st` (slower)."""
+    st, tb, ob, seats, out = raw(st), raw(tb), raw(ob), raw(seats), raw(out)
     start, stop, div = ob.starts, ob.stops, ob.divisors
     n, count, values = tb.params[P_PLAYERS], tb.params[P_TILES], tb.params[P_VALUES]
     one, two, k32 = np.float32(1.0), np.uint64(2), np.uint64(32)
@@ -1095,6 +1092,7 @@ def batch_privileged(st, tb, pv, seats, out):
     egocentric (left neighbour first, clockwise), then 1 for each tile in the boneyard (neither
     on the table nor in a hand); all zero for a finished game. As batch_observe: unsigned
     positions, every board written whole without branches, the per-game loop inside."""
+    st, tb, pv, seats, out = raw(st), raw(tb), raw(pv), raw(seats), raw(out)
     start = pv.starts
     n, count = tb.params[P_PLAYERS], tb.params[P_TILES]
     two, k32, ucount = np.uint64(2), np.uint64(32), np.uint64(count)
@@ -1462,18 +1460,23 @@ def _game_layout(config: ChickenFootConfig):
 
 
 @inline_jit
-def _i32(buf, k, size):
-    return buf[buf[k] : buf[k] + (size + 1) // 2].view(np.int32)[:size]
+def _i32(buf, k, shape):
+    return view(buf, buf[k], np.int32, shape)
 
 
 @inline_jit
-def _u64(buf, k, size):
-    return buf[buf[k] : buf[k] + size].view(np.uint64)
+def _u64(buf, k, shape):
+    return view(buf, buf[k], np.uint64, shape)
 
 
 @inline_jit
-def _bools(buf, k, size):
-    return buf[buf[k] : buf[k] + (size + 7) // 8].view(np.bool_)[:size]
+def _bools(buf, k, shape):
+    return view(buf, buf[k], np.bool_, shape)
+
+
+@inline_jit
+def _i64(buf, k, shape):
+    return view(buf, buf[k], np.int64, shape)
 
 
 # Where each array of a game lies in a GameBuffer's header, by the state field's name (a new
@@ -1523,61 +1526,60 @@ _S_SEAT = _S_LEGAL + 1
 
 @inline_jit
 def _unpack(sb, tbuf):
-    """The KernelState, KernelTables and legal words (1, W) that `GameBuffer` packed. A row is
-    made 2-D by `[None, :]`, not `reshape`: numba's reshape calls a C helper (about 25 ns), which
-    over the state's fields was a fifth of a single-game step."""
-    params = tbuf[tbuf[6] : tbuf[6] + NUM_PARAMS]
+    """The KernelState, KernelTables and legal words (1, W) that `GameBuffer` packed, as views
+    of the two buffers (RawArrays: `sb` and `tbuf` are the raw buffers)."""
+    params = _i64(tbuf, 6, (NUM_PARAMS,))
     p, t, v, w = params[P_PLAYERS], params[P_TILES], params[P_VALUES], params[P_WORDS]
     a = params[P_ARMS] + params[P_TOES] * v  # max_arms
     tb = KernelTables(
-        tile_bits=_u64(tbuf, 0, t * w).reshape((t, w)),
-        attach_bits=_u64(tbuf, 1, v * w).reshape((v, w)),
-        tile_lo=_i32(tbuf, 2, t),
-        tile_hi=_i32(tbuf, 3, t),
-        points=_i32(tbuf, 4, t),
-        double_id=_i32(tbuf, 5, v),
+        tile_bits=_u64(tbuf, 0, (t, w)),
+        attach_bits=_u64(tbuf, 1, (v, w)),
+        tile_lo=_i32(tbuf, 2, (t,)),
+        tile_hi=_i32(tbuf, 3, (t,)),
+        points=_i32(tbuf, 4, (t,)),
+        double_id=_i32(tbuf, 5, (v,)),
         params=params,
     )
     st = KernelState(
-        hands=_u64(sb, _S_HANDS, p * w).reshape((1, p, w)),
-        hand_count=_i32(sb, _S_HAND_COUNT, p)[None, :],
-        hand_points=_i32(sb, _S_HAND_POINTS, p)[None, :],
-        open_count=_i32(sb, _S_OPEN_COUNT, v)[None, :],
-        open_attach=_u64(sb, _S_OPEN_ATTACH, w)[None, :],
-        spinner_empty=_i32(sb, _S_SPINNER_EMPTY, 1),
-        center=_i32(sb, _S_CENTER, 1),
-        foot_value=_i32(sb, _S_FOOT_VALUE, 1),
-        toes_left=_i32(sb, _S_TOES_LEFT, 1),
-        boneyard=_i32(sb, _S_BONEYARD, t)[None, :],
-        bone_pos=_i32(sb, _S_BONE_POS, 1),
-        drawn_tile=_i32(sb, _S_DRAWN_TILE, 1),
-        current=_i32(sb, _S_CURRENT, 1),
-        start_seat=_i32(sb, _S_START_SEAT, 1),
-        round=_i32(sb, _S_ROUND, 1),
-        rounds_played=_i32(sb, _S_ROUNDS_PLAYED, 1),
-        round_points=_i32(sb, _S_ROUND_POINTS, p)[None, :],
-        round_ended=_bools(sb, _S_ROUND_ENDED, 1),
-        totals=sb[sb[_S_TOTALS] : sb[_S_TOTALS] + p][None, :],
-        zero_rounds=_i32(sb, _S_ZERO_ROUNDS, p)[None, :],
-        min_nonzero=sb[sb[_S_MIN_NONZERO] : sb[_S_MIN_NONZERO] + p][None, :],
-        game_over=_bools(sb, _S_GAME_OVER, 1),
-        winners=_bools(sb, _S_WINNERS, p)[None, :],
-        next_perm=_i32(sb, _S_NEXT_PERM, t)[None, :],
-        need_perm=_bools(sb, _S_NEED_PERM, 1),
-        on_table=_bools(sb, _S_ON_TABLE, t)[None, :],
-        played=_bools(sb, _S_PLAYED, p * t).reshape((1, p, t)),
-        voids=_bools(sb, _S_VOIDS, p * v).reshape((1, p, v)),
-        held=_bools(sb, _S_HELD, p * t).reshape((1, p, t)),
-        arm_count=_i32(sb, _S_ARM_COUNT, 1),
-        arm_parent=_i32(sb, _S_ARM_PARENT, a)[None, :],
-        arm_tip=_i32(sb, _S_ARM_TIP, a)[None, :],
-        arm_len=_i32(sb, _S_ARM_LEN, a)[None, :],
-        foot_arm=_i32(sb, _S_FOOT_ARM, 1),
-        tile_arm=_i32(sb, _S_TILE_ARM, t)[None, :],
-        tile_pos=_i32(sb, _S_TILE_POS, t)[None, :],
-        tile_attached=_i32(sb, _S_TILE_ATTACHED, t)[None, :],
+        hands=_u64(sb, _S_HANDS, (1, p, w)),
+        hand_count=_i32(sb, _S_HAND_COUNT, (1, p)),
+        hand_points=_i32(sb, _S_HAND_POINTS, (1, p)),
+        open_count=_i32(sb, _S_OPEN_COUNT, (1, v)),
+        open_attach=_u64(sb, _S_OPEN_ATTACH, (1, w)),
+        spinner_empty=_i32(sb, _S_SPINNER_EMPTY, (1,)),
+        center=_i32(sb, _S_CENTER, (1,)),
+        foot_value=_i32(sb, _S_FOOT_VALUE, (1,)),
+        toes_left=_i32(sb, _S_TOES_LEFT, (1,)),
+        boneyard=_i32(sb, _S_BONEYARD, (1, t)),
+        bone_pos=_i32(sb, _S_BONE_POS, (1,)),
+        drawn_tile=_i32(sb, _S_DRAWN_TILE, (1,)),
+        current=_i32(sb, _S_CURRENT, (1,)),
+        start_seat=_i32(sb, _S_START_SEAT, (1,)),
+        round=_i32(sb, _S_ROUND, (1,)),
+        rounds_played=_i32(sb, _S_ROUNDS_PLAYED, (1,)),
+        round_points=_i32(sb, _S_ROUND_POINTS, (1, p)),
+        round_ended=_bools(sb, _S_ROUND_ENDED, (1,)),
+        totals=_i64(sb, _S_TOTALS, (1, p)),
+        zero_rounds=_i32(sb, _S_ZERO_ROUNDS, (1, p)),
+        min_nonzero=_i64(sb, _S_MIN_NONZERO, (1, p)),
+        game_over=_bools(sb, _S_GAME_OVER, (1,)),
+        winners=_bools(sb, _S_WINNERS, (1, p)),
+        next_perm=_i32(sb, _S_NEXT_PERM, (1, t)),
+        need_perm=_bools(sb, _S_NEED_PERM, (1,)),
+        on_table=_bools(sb, _S_ON_TABLE, (1, t)),
+        played=_bools(sb, _S_PLAYED, (1, p, t)),
+        voids=_bools(sb, _S_VOIDS, (1, p, v)),
+        held=_bools(sb, _S_HELD, (1, p, t)),
+        arm_count=_i32(sb, _S_ARM_COUNT, (1,)),
+        arm_parent=_i32(sb, _S_ARM_PARENT, (1, a)),
+        arm_tip=_i32(sb, _S_ARM_TIP, (1, a)),
+        arm_len=_i32(sb, _S_ARM_LEN, (1, a)),
+        foot_arm=_i32(sb, _S_FOOT_ARM, (1,)),
+        tile_arm=_i32(sb, _S_TILE_ARM, (1, t)),
+        tile_pos=_i32(sb, _S_TILE_POS, (1, t)),
+        tile_attached=_i32(sb, _S_TILE_ATTACHED, (1, t)),
     )
-    return st, tb, _u64(sb, _S_LEGAL, w)[None, :]
+    return st, tb, _u64(sb, _S_LEGAL, (1, w))
 
 
 # What `one_game` does to the engine's game (its `op`): one compiled entry point for the four,
@@ -1597,7 +1599,7 @@ def one_game(sb, tbuf, op, action):
     waits for a deal); bits 1-2 the phase of play it was made in (PHASE_*, `play_phase`);
     bit 3 it filled the pending foot (R10); bits 4-9 the seat that moved; the bits from 10 the
     round it was made in. The other ops return 0."""
-    st, tb, legal = _unpack(sb, tbuf)
+    st, tb, legal = _unpack(raw(sb), raw(tbuf))
     code = 0
     if op == OP_STEP:
         if not is_legal(st, tb, 0, action):
@@ -1628,14 +1630,15 @@ def one_game(sb, tbuf, op, action):
 @jit
 def one_placement(sb, tbuf, action, out):
     """`placement_into` for the game: where tile action `action` lays its tile now."""
-    st, tb, _ = _unpack(sb, tbuf)
-    return placement_into(st, tb, 0, action, out)
+    st, tb, _ = _unpack(raw(sb), raw(tbuf))
+    return placement_into(st, tb, 0, action, raw(out))
 
 
 @jit
 def one_playable(sb, tbuf, out):
     """The values a tile may be attached to now (by `play_phase`) into out[:count]; returns count."""
-    st, tb, _ = _unpack(sb, tbuf)
+    st, tb, _ = _unpack(raw(sb), raw(tbuf))
+    out = raw(out)
     phase = play_phase(st, 0)
     if phase == PHASE_R9:
         out[0] = st.foot_value[0]
@@ -1676,10 +1679,13 @@ def sync_game(st, tb, i):
 def one_observe(sb, tbuf, seat, out):
     """The game's observation for `seat` into out (observation size,) float32, exactly as
     `batch_observe` writes it."""
-    st, tb, _ = _unpack(sb, tbuf)
-    seats = _i32(sb, _S_SEAT, 1)
+    buffer, tables = raw(sb), raw(tbuf)
+    st, tb, _ = _unpack(buffer, tables)
+    seats = _i32(buffer, _S_SEAT, (1,))
     seats[0] = seat
     n = len(OBS_PIECES)
-    ob = ObsTables(_u64(tbuf, 7, n), _u64(tbuf, 8, n), tbuf[tbuf[9] : tbuf[9] + n].view(np.float64), 0)
-    batch_observe(st, tb, ob, seats, out.reshape((1, out.shape[0])))
+    ob = ObsTables(_u64(tables, 7, (n,)), _u64(tables, 8, (n,)),
+                   view(tables, tables[9], np.float64, (n,)), 0)
+    row = raw(out)
+    batch_observe(st, tb, ob, seats, reshape(row, (1, row.shape[0])))
     seats[0] = 0  # the buffer is the game: equal games have equal buffers (pickles, copies)

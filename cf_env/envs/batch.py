@@ -164,6 +164,7 @@ from cf_env.core.kernel import (
     kernel_tables,
     next_round,
 )
+from cf_env.core.raw import raw
 from cf_env.core.rewards import game_rewards_batch, round_rewards_batch
 
 EPISODES = ("game", "round")
@@ -201,6 +202,7 @@ def _deal_next_rounds(st, tb, games, perms):
     """R4 for games whose round ended (not their game) under tables without `deal_at_end`: the
     next round dealt from perms[j] for games[j], as the kernel's own round end deals it from
     next_perm (`cf_env.core.kernel._end_round`)."""
+    st, tb, games, perms = raw(st), raw(tb), raw(games), raw(perms)
     for j in range(games.shape[0]):
         i = games[j]
         for k in range(st.boneyard.shape[1]):

@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 import numpy as np
 import pytest
 from positions import build
@@ -447,12 +450,34 @@ def test_batch_random_actions_picks_each_legal_action_by_its_rank():
     assert out[0] == -1  # nothing legal: a finished game
 
 
-def test_the_pinned_numba_compiles_the_core_without_reference_counting():
-    """The core relies on numba's `_nrt=False` (no reference counting: several times faster
-    here, docs/search/results.md), an option without a public name; pyproject.toml pins the
-    numba range CI tested, and this fails, rather than the core silently slowing, if a numba in
-    that range lacks it."""
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing compiles")
+@pytest.mark.parametrize("entry", ["batch_legal", "batch_step", "batch_observe"])
+def test_the_compiled_rules_count_no_references(entry):
+    """The entry points turn their arrays into RawArrays (cf_env.core.raw), so the compiled
+    rules under them hold no reference-counted value: no incref in any of the functions they
+    compile, the helpers they call included (only the CPython wrapper releases the arguments it
+    unboxed). Compiled afresh here, since numba shows no LLVM of cached code. Also, no private
+    numba option is asked for."""
+    from numba import njit
+
     from cf_env.core import kernel
 
-    assert kernel._NO_NRT == {"_nrt": False}
-    assert kernel.batch_step.targetoptions.get("_nrt") is False
+    config = ChickenFootConfig()
+    games = KernelBatch(config, 4)
+    games.reset([0, 1, 2, 3])
+    legal = games.legal()
+    out = np.zeros((4, kernel.obs_tables(config).size), np.float32)
+    args = {"batch_legal": (games.state, games.tables, legal.copy()),
+            "batch_step": (games.state, games.tables, batch_random_actions(legal, np.full(4, 0.5))),
+            "batch_observe": (games.state, games.tables, kernel.obs_tables(config),
+                              games.state.current.astype(np.int64), out)}[entry]
+    fresh = njit(getattr(kernel, entry).py_func)
+    fresh(*args)
+    (llvm,) = fresh.inspect_llvm().values()
+    functions = {re.search(r"@\"?([\w.$]+)", f).group(1): f
+                 for f in re.split(r"\n(?=define )", llvm) if f.startswith("define")}
+    compiled = [f for name, f in functions.items()
+                if not name.startswith("NRT_") and "cpython" not in name]
+    assert len(compiled) >= 2  # the entry point's function and its C-callable twin
+    assert all("NRT_incref" not in f and "NRT_decref" not in f for f in compiled)
+    assert not [name for name in getattr(kernel, entry).targetoptions if name.startswith("_")]

@@ -57,6 +57,7 @@ from cf_env.core.kernel import (
     games_step,
     jit,
 )
+from cf_env.core.raw import raw
 from training.evaluation.batched import masks_from_bitsets
 
 ROLLOUT_POLICIES = tuple(BOT_KINDS)  # the bots a rollout seat can be played by
@@ -78,6 +79,7 @@ def _start(st, tb, rng, outcomes, is_draw, reps, seed):
     """Slot 1 + j * reps + r: the root (slot 0) with outcome j applied (module docstring), its
     rollout stream seeded from `seed`, the outcome and r; the root and the slots after the last
     one marked over, so that `batch_advance` leaves them alone."""
+    st, tb, rng, outcomes, is_draw = raw(st), raw(tb), raw(rng), raw(outcomes), raw(is_draw)
     draw = tb.params[P_DRAW]
     slot = 1
     for j in range(outcomes.shape[0]):
@@ -104,6 +106,7 @@ def _start(st, tb, rng, outcomes, is_draw, reps, seed):
 @jit
 def _shares(st, tb, count, reps, out):
     """out[j, s] = (seat s's mean win share, its mean R12 points) over outcome j's rollouts."""
+    st, tb, out = raw(st), raw(tb), raw(out)
     n = tb.params[P_PLAYERS]
     for j in range(count):
         for s in range(n):
