@@ -76,6 +76,14 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
     def _repr_svg_(self) -> str:
         return self.unwrapped._repr_svg_()
 
+    def last(self, observe: bool = True):
+        """The raw env's `last` once reset (before, PettingZoo's own, with its errors): the
+        inherited one reads six attributes, each through the wrapper's `__getattr__` after a
+        failed lookup, which was a third of a wrapped step."""
+        if not self._has_reset:
+            return super().last(observe)
+        return self.env.last(observe)
+
 
 class raw_env(AECEnv):
     metadata = {

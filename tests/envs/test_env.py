@@ -73,6 +73,21 @@ def test_entry_points_and_registry():
     assert raw.possible_agents == ["player_0", "player_1", "player_2", "player_3"]
 
 
+def test_the_wrapped_last_enforces_order_and_returns_the_raw_envs_last():
+    env = chicken_foot_v1.env()
+    with pytest.raises(AttributeError, match="agent_selection cannot be accessed before reset"):
+        env.last()
+    env.reset(seed=3)
+    for _ in range(6):
+        obs, reward, terminated, truncated, info = env.last()
+        raw = env.unwrapped.last()
+        np.testing.assert_array_equal(obs["observation"], raw[0]["observation"])
+        np.testing.assert_array_equal(obs["action_mask"], raw[0]["action_mask"])
+        assert (reward, terminated, truncated, info) == raw[1:]
+        assert env.last(observe=False)[0] is None
+        env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+
+
 def test_spaces_match_what_is_returned():
     env = cf_env.env(num_players=5)
     env.reset(seed=1)
