@@ -400,3 +400,15 @@ if __name__ == "__main__":
         print(f"{title}: {len(found)}")
         for line in found:
             print("  " + line)
+
+
+def test_no_function_of_the_core_is_longer_than_60_lines():
+    """Rules code stays readable: every function in cf_env/core fits in 60 lines."""
+    long = []
+    for path in sorted((ROOT / "cf_env" / "core").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 60:
+                    long.append(f"{path.name}:{node.lineno} {node.name} ({lines} lines)")
+    assert long == []

@@ -1025,12 +1025,10 @@ def _clear(row, start, stop):
 def batch_observe(st, tb, ob, seats, out):
     """Every game's observation for seat seats[i] into out (N, observation size) float32,
     exactly `Encoder.observe(engine, seats[i])` (the drawn tile shown only to the seat to move);
-    all zero for a finished game.
-
-    Each count piece is the float64 quotient count / divisor rounded to float32, as Encoder
-    writes it; the 0/1 boards are written whole without branches, the one-hot pieces cleared
-    first. Offsets are uint64 (ob.starts / ob.stops): a signed operand would make a position
-    float64. The per-game loop is inlined here, not a helper taking `st` (slower)."""
+    all zero for a finished game. Each count piece is the float64 quotient count / divisor
+    rounded to float32, as Encoder writes it; the 0/1 boards are written whole without
+    branches, the one-hot pieces cleared first. Offsets are uint64 (ob.starts / ob.stops): a
+    signed operand would make a position float64."""
     st, tb, ob, seats, out = raw(st), raw(tb), raw(ob), raw(seats), raw(out)
     start, stop, div = ob.starts, ob.stops, ob.divisors
     n, count, values = tb.params[P_PLAYERS], tb.params[P_TILES], tb.params[P_VALUES]

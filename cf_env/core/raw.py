@@ -99,7 +99,7 @@ def _raw(typingctx, x):
     return _raw_type(x)(x), codegen
 
 
-@overload(raw, jit_options={"cache": True})
+@overload(raw)
 def _raw_overload(x):
     return lambda x: _raw(x)
 
@@ -133,12 +133,12 @@ def reshape(a, shape):
     return a.reshape(shape)
 
 
-@overload(view, jit_options={"cache": True})
+@overload(view)
 def _view_overload(buffer, word, dtype, shape):
     return lambda buffer, word, dtype, shape: _view(buffer, word, dtype, shape)
 
 
-@overload(reshape, jit_options={"cache": True})
+@overload(reshape)
 def _reshape_overload(a, shape):
     return lambda a, shape: _reshape(a, shape)
 
@@ -275,14 +275,14 @@ def _set(typingctx, a, idx, value):
     return types.none(a, idx, value), codegen
 
 
-@overload(operator.getitem, jit_options={"cache": True})
+@overload(operator.getitem)
 def _getitem(a, idx):
     if _index_types(a, idx) is not None:
         return lambda a, idx: _get(a, idx)
     return None
 
 
-@overload(operator.setitem, jit_options={"cache": True})
+@overload(operator.setitem)
 def _setitem(a, idx, value):
     index_types = _index_types(a, idx)
     if index_types is not None and len(index_types) == a.ndim:
@@ -290,7 +290,7 @@ def _setitem(a, idx, value):
     return None
 
 
-@overload(len, jit_options={"cache": True})
+@overload(len)
 def _len(a):
     if isinstance(a, RawArray):
         return lambda a: a.shape[0]
