@@ -1598,30 +1598,31 @@ def one_game(sb, tbuf, op, action):
     bit 3 it filled the pending foot (R10); bits 4-9 the seat that moved; the bits from 10 the
     round it was made in. The other ops return 0."""
     st, tb, legal = _unpack(raw(sb), raw(tbuf))
+    game = np.int64(0)  # not the literal 0: the helpers are then the batch's compilations
     code = 0
     if op == OP_STEP:
-        if not is_legal(st, tb, 0, action):
+        if not is_legal(st, tb, game, action):
             return -1
         phase = play_phase(st, 0)
         code = (st.round[0] << 10) | (st.current[0] << 4) | (phase << 1)
         st.round_ended[0] = False
-        apply_action(st, tb, 0, action)
+        apply_action(st, tb, game, action)
         if phase == PHASE_R9 and st.foot_value[0] < 0:
             code |= 8
         if st.round_ended[0]:
             code |= 1
     elif op == OP_SYNC:
-        sync_game(st, tb, 0)
+        sync_game(st, tb, game)
     else:
         if op == OP_NEW_GAME:
-            _new_game(st, tb, 0)
+            _new_game(st, tb, game)
         elif op == OP_DEAL_NEXT:
-            next_round(st, tb, 0)
+            next_round(st, tb, game)
         else:
-            _start_round(st, tb, 0)
+            _start_round(st, tb, game)
         st.round_ended[0] = False
         st.need_perm[0] = False
-    legal_into(st, tb, 0, legal)
+    legal_into(st, tb, game, legal)
     return code
 
 
@@ -1629,7 +1630,8 @@ def one_game(sb, tbuf, op, action):
 def one_placement(sb, tbuf, action, out):
     """`placement_into` for the game: where tile action `action` lays its tile now."""
     st, tb, _ = _unpack(raw(sb), raw(tbuf))
-    return placement_into(st, tb, 0, action, raw(out))
+    game = np.int64(0)
+    return placement_into(st, tb, game, action, raw(out))
 
 
 @jit

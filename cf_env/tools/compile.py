@@ -6,9 +6,10 @@ The compiled code (`cf_env.core.kernel`, `cf_env.agents.kernel_bots`,
 tens of seconds (the figures are in docs/speed/kernel.md), paid once per checkout and machine. `make` runs this right after installing, so the first demo,
 training run or test run after a fresh set-up loads the cache instead. It drives every entry point
 through the public wrappers with the argument types they pass in use (one compilation serves every
-config: only the shapes and the `params` row change). The parts (the batched rules and observations, the single-game
-engine's entry points, the bots, search) compile at once, each in a child
-process of its own (`--part`); numba writes each function's cache file whole.
+config: only the shapes and the `params` row change). The parts (the batched rules' steps and reads, the single-game
+engine's entry points, the bots and search) compile in two stages of child processes (`--part`),
+the rules' steps first, since every other part calls them; numba writes each function's cache
+file whole.
 
 numba invalidates a function's cache entry when *its own* source file changes, not when a file it
 calls into does: after editing `cf_env/core/kernel.py`, the cached `batch_advance` or `search`
@@ -29,21 +30,41 @@ import numpy as np
 from cf_env.tools.cli import HelpFormatter
 
 
-def _rules_and_observations() -> None:
+def _rules_steps() -> None:
+    """The rules' steps (batch_reset, batch_step: apply_action, is_legal, the round's start),
+    which the later stages' entry points call with the same types and so load from the cache."""
+    from cf_env.core.config import ChickenFootConfig
+    from cf_env.core.kernel import KernelBatch
+
+    batch = KernelBatch(ChickenFootConfig(), 2)
+    batch.reset([1, 2])
+    mask = batch.legal_mask()
+    batch.step(np.array([int(np.flatnonzero(row)[0]) for row in mask], np.int64))
+
+
+def _rules_reads() -> None:
+    """What reads a batch without stepping it (legal bitsets, observations, privileged
+    vectors, random actions): the same types on an undealt batch."""
     from cf_env.core.config import ChickenFootConfig
     from cf_env.core.kernel import KernelBatch, batch_random_actions
 
     batch = KernelBatch(ChickenFootConfig(), 2)
-    batch.reset([1, 2])
     batch.observe()
     batch.privileged()
     batch.observe(seats=np.zeros(2, np.int32))
-    mask = batch.legal_mask()
-    batch.step(np.array([int(np.flatnonzero(row)[0]) for row in mask], np.int64))
-    mask = batch.legal_mask()
-    batch.step_games(np.array([0], np.int64), np.array([int(np.flatnonzero(mask[0])[0])], np.int64))
     out = np.zeros(2, np.int64)
     batch_random_actions(batch.legal(), np.zeros(2), out)
+
+
+def _rules_games() -> None:
+    """Stepping some games of a batch (step_games)."""
+    from cf_env.core.config import ChickenFootConfig
+    from cf_env.core.kernel import KernelBatch
+
+    batch = KernelBatch(ChickenFootConfig(), 2)
+    batch.reset([1, 2])
+    mask = batch.legal_mask()
+    batch.step_games(np.array([0], np.int64), np.array([int(np.flatnonzero(mask[0])[0])], np.int64))
 
 
 def _engine() -> None:
@@ -80,7 +101,16 @@ def _search() -> None:
     load_policy("ismcts:20", ChickenFootConfig(), seed=0).act(env.observe(env.agent_selection))
 
 
-PARTS = (_rules_and_observations, _engine, _bots, _search)
+def _bots_and_search() -> None:
+    _bots()
+    _search()
+
+
+# Stages run one after another, the parts of a stage at once (a child process each): the first
+# compiles the rules' steps that every later entry point calls, which they then load from the
+# cache instead of each compiling them again.
+STAGES = ((_rules_steps, _rules_reads), (_engine, _bots_and_search, _rules_games))
+PARTS = tuple(part for stage in STAGES for part in stage)
 
 
 def clean_cache(package: Path) -> int:
@@ -109,12 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.clean:
         package = Path(__file__).resolve().parents[1]
         print(f"removed {clean_cache(package)} numba cache files under {package}")
-    children = [subprocess.Popen([sys.executable, "-m", "cf_env.tools.compile", "--part", str(i)])
-                for i in range(len(PARTS))]
-    failed = [i for i, child in enumerate(children) if child.wait() != 0]
-    if failed:
-        print(f"error: compiling part(s) {failed} failed (their traceback is above)", file=sys.stderr)
-        return 1
+    for stage in STAGES:
+        parts = [PARTS.index(part) for part in stage]
+        children = [subprocess.Popen([sys.executable, "-m", "cf_env.tools.compile", "--part", str(i)])
+                    for i in parts]
+        failed = [i for i, child in zip(parts, children) if child.wait() != 0]
+        if failed:
+            print(f"error: compiling part(s) {failed} failed (their traceback is above)",
+                  file=sys.stderr)
+            return 1
     print(f"compiled the numba functions into their cache in {time.perf_counter() - start:.1f} s")
     return 0
 
