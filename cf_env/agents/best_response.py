@@ -98,7 +98,8 @@ def play_lines(st, tb, weights, kind, bot_rng, deals, count, moves, legal, score
     tiles dealt as the row says, the move played, then the round played to its end with the bot
     `kind` on every seat (one legal action is played without a draw); out[d, j] is seat 0's
     win share of that round (R13 on the round's R12 points: the lowest win, ties share)."""
-    st, tb, weights, bot_rng, deals, moves, legal, scores, counts, out = raw(st), raw(tb), raw(weights), raw(bot_rng), raw(deals), raw(moves), raw(legal), raw(scores), raw(counts), raw(out)
+    st, tb, weights, bot_rng, deals = raw(st), raw(tb), raw(weights), raw(bot_rng), raw(deals)
+    moves, legal, scores, counts, out = raw(moves), raw(legal), raw(scores), raw(counts), raw(out)
     n = tb.params[P_PLAYERS]
     for d in range(count):
         for j in range(moves.shape[0]):

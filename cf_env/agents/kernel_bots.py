@@ -235,7 +235,8 @@ def bot_action(st, tb, weights, kind, bot_rng, i, legal, scores, counts):
 def batch_advance(st, tb, weights, seat_kind, bot_rng, skip_forced, legal_out, stop, scores,
                   counts):
     """Play each game until an outside seat must choose or a round ends (module docstring)."""
-    st, tb, weights, seat_kind, bot_rng, legal_out, stop, scores, counts = raw(st), raw(tb), raw(weights), raw(seat_kind), raw(bot_rng), raw(legal_out), raw(stop), raw(scores), raw(counts)
+    st, tb, weights, seat_kind, bot_rng = raw(st), raw(tb), raw(weights), raw(seat_kind), raw(bot_rng)
+    legal_out, stop, scores, counts = raw(legal_out), raw(stop), raw(scores), raw(counts)
     for i in range(st.current.shape[0]):
         if st.game_over[i]:
             stop[i] = GAME_OVER

@@ -48,8 +48,7 @@ one round out on a copy of a game and returns its points and moves (the tests' e
 The compiled code allocates nothing (see cf_env/core/kernel.py's "Compilation"): the tree, the
 deals and the scratch (`legal`, `path`, `moves`, `DealTables.scratch`) come from the caller.
 Helpers take the arrays they read, not the whole state, where they are called per move: a call
-that is not inlined passes every array of a state; for the same reason the kernel's
-`apply_action` is compiled again here to be inlined (`_apply`).
+that is not inlined passes every array of a state (a pointer and the shape of each).
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import literal_unroll, njit
+from numba import literal_unroll
 from numba.extending import overload
 
 from cf_env.agents.kernel_bots import next_uniform
@@ -83,15 +82,6 @@ from cf_env.core.kernel import (
     popcount,
 )
 from cf_env.core.raw import raw
-
-# `apply_action` compiled again to be inlined where it is called: a call that is not inlined
-# passes every array of the state (about 230 words), a quarter of a search iteration's cost
-# (docs/search/speed.md). The same function, the kernel's own options; as
-# plain Python (NUMBA_DISABLE_JIT) it is the kernel's function itself. Not cached: it is only
-# ever inlined into the (cached) callers, and a cache entry would share the kernel's file name.
-_OPTIONS = {k: v for k, v in getattr(apply_action, "targetoptions", {}).items() if k != "nopython"}
-_apply = (njit(inline="always", **_OPTIONS)(apply_action.py_func)
-          if hasattr(apply_action, "py_func") else apply_action)
 
 # Columns of Tree.ints.
 PLAYER, ACTION, VISITS, AVAIL, FIRST, LAST, NEXT = range(7)
@@ -321,6 +311,7 @@ def playout(st, tb, i, value, follow, weight, rng, first, legal, moves):
     into moves. Returns the number of moves, or -1 (nothing played) when `first` is not legal or
     no round is in play. The seats' R12 points are then in st.round_points[i]."""
     st, tb, rng, legal, moves = raw(st), raw(tb), raw(rng), raw(legal), raw(moves)
+    value, follow = raw(value), raw(follow)
     if st.game_over[i]:
         return -1
     if first >= 0 and not is_legal(st, tb, i, first):
@@ -338,7 +329,7 @@ def playout(st, tb, i, value, follow, weight, rng, first, legal, moves):
         moves[count, 1] = action
         count += 1
         st.round_ended[i] = False
-        _apply(st, tb, i, action)
+        apply_action(st, tb, i, action)
         if st.round_ended[i]:
             return count
         action = -1
@@ -349,12 +340,12 @@ def _step_settled(st, tb, i, action, legal):
     """A tree move, then every decision with one legal action (skip_forced); True when the round
     ended."""
     st.round_ended[i] = False
-    _apply(st, tb, i, action)
+    apply_action(st, tb, i, action)
     while not st.round_ended[i]:
         legal_into(st, tb, i, legal)
         if count_bits(legal, i) != 1:
             return False
-        _apply(st, tb, i, nth_bit(legal, i, 0))
+        apply_action(st, tb, i, nth_bit(legal, i, 0))
     return True
 
 
@@ -428,7 +419,9 @@ def search(st, tb, root, work, deals, count, tree, rng, value, follow, weight, e
     deals[j] (module docstring); with `use_prior`, PUCT over prior (A,) at the root, else UCB1.
     legal (N, W), path (max_moves,) int64, moves (max_moves, 2) int32 and rewards (n,) float64
     are scratch."""
-    st, tb, deals, tree, rng, prior, legal, path, moves, rewards = raw(st), raw(tb), raw(deals), raw(tree), raw(rng), raw(prior), raw(legal), raw(path), raw(moves), raw(rewards)
+    st, tb, deals, tree, rng, prior = raw(st), raw(tb), raw(deals), raw(tree), raw(rng), raw(prior)
+    value, follow, legal, path, moves = raw(value), raw(follow), raw(legal), raw(path), raw(moves)
+    rewards = raw(rewards)
     n = tb.params[P_PLAYERS]
     ints = tree.ints
     for j in range(count):

@@ -1,7 +1,7 @@
 """Arrays without reference counting, for the compiled core, through numba's public extension API.
 
 `raw(x)` turns a numba array (or a tuple / NamedTuple of arrays, such as `KernelState`) into
-`RawArray` values: a data pointer, the shape and the strides, and no owner. numba counts
+`RawArray` values: a data pointer, the shape (and the strides, unless contiguous), and no owner. numba counts
 references only of values whose data model holds an owner, so passing a `RawArray`, or a state
 tuple of them, to a compiled helper costs no incref/decref pair per array, which with plain
 arrays cost many times the rules' own work (docs/speed/kernel.md). The caller keeps the arrays
@@ -52,8 +52,9 @@ class _RawArrayModel(models.StructModel):
         members = [
             ("data", types.CPointer(fe_type.dtype)),
             ("shape", types.UniTuple(types.intp, fe_type.ndim)),
-            ("strides", types.UniTuple(types.intp, fe_type.ndim)),  # in bytes, as numpy's
         ]
+        if fe_type.layout != "C":  # a contiguous view's addresses follow from its shape
+            members.append(("strides", types.UniTuple(types.intp, fe_type.ndim)))  # bytes
         super().__init__(dmm, fe_type, members)
 
 
@@ -79,10 +80,12 @@ def _raw_type(ty):
 def _raw_value(context, builder, ty, value):
     if isinstance(ty, types.Array):
         array = context.make_array(ty)(context, builder, value)
-        out = cgutils.create_struct_proxy(_raw_type(ty))(context, builder)
+        out_type = _raw_type(ty)
+        out = cgutils.create_struct_proxy(out_type)(context, builder)
         out.data = array.data
         out.shape = array.shape
-        out.strides = array.strides
+        if out_type.layout != "C":
+            out.strides = array.strides
         return out._getvalue()
     if isinstance(ty, types.BaseTuple):
         members = [_raw_value(context, builder, t, builder.extract_value(value, k))
@@ -102,16 +105,6 @@ def _raw(typingctx, x):
 @overload(raw)
 def _raw_overload(x):
     return lambda x: _raw(x)
-
-
-def _c_strides(context, builder, dtype, shape):
-    """Row-major byte strides of `shape` (a list of intp values)."""
-    stride = context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(dtype)))
-    strides = []
-    for extent in reversed(shape):
-        strides.append(stride)
-        stride = builder.mul(stride, extent)
-    return strides[::-1]
 
 
 def _shape_values(context, builder, shape_type, shape):
@@ -160,8 +153,6 @@ def _view(typingctx, buffer, word, dtype, shape):
         out = cgutils.create_struct_proxy(out_type)(context, builder)
         out.data = builder.bitcast(pointer, context.get_data_type(out_type.dtype).as_pointer())
         out.shape = cgutils.pack_array(builder, extents)
-        out.strides = cgutils.pack_array(builder, _c_strides(context, builder, out_type.dtype,
-                                                             extents))
         return out._getvalue()
 
     return out_type(buffer, word, dtype, shape), codegen
@@ -180,7 +171,6 @@ def _reshape(typingctx, a, shape):
         out = cgutils.create_struct_proxy(out_type)(context, builder)
         out.data = source.data
         out.shape = cgutils.pack_array(builder, extents)
-        out.strides = cgutils.pack_array(builder, _c_strides(context, builder, a.dtype, extents))
         return out._getvalue()
 
     return out_type(a, shape), codegen
@@ -191,7 +181,7 @@ def _element_pointer(context, builder, aty, value, index_types, indices):
     end and checking bounds where numba's bounds checking is on."""
     view = cgutils.create_struct_proxy(aty)(context, builder, value=value)
     shape = cgutils.unpack_tuple(builder, view.shape)
-    strides = cgutils.unpack_tuple(builder, view.strides)
+    strides = cgutils.unpack_tuple(builder, view.strides) if aty.layout != "C" else None
     zero = context.get_constant(types.intp, 0)
     checked = []
     for axis, (ity, index) in enumerate(zip(index_types, indices)):
@@ -250,7 +240,8 @@ def _get(typingctx, a, idx):
         view = cgutils.create_struct_proxy(out_type)(context, builder)
         view.data = builder.bitcast(pointer, context.get_data_type(aty.dtype).as_pointer())
         view.shape = cgutils.pack_array(builder, shape[len(index_types):])
-        view.strides = cgutils.pack_array(builder, strides[len(index_types):])
+        if aty.layout != "C":
+            view.strides = cgutils.pack_array(builder, strides[len(index_types):])
         return view._getvalue()
 
     return out_type(a, idx), codegen

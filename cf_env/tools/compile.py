@@ -98,7 +98,10 @@ def _search() -> None:
 
     env = raw_env()
     env.reset(seed=0)
-    load_policy("ismcts:20", ChickenFootConfig(), seed=0).act(env.observe(env.agent_selection))
+    policy = load_policy("ismcts:20", ChickenFootConfig(), seed=0)
+    while env.observe(env.agent_selection)["action_mask"].sum() < 2:  # a choice: the search runs
+        env.step(policy.act(env.observe(env.agent_selection)))
+    policy.act(env.observe(env.agent_selection))
 
 
 def _bots_and_search() -> None:

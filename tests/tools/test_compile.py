@@ -25,18 +25,19 @@ ENTRY_POINTS = [kernel.batch_step, kernel.batch_legal, kernel.batch_observe,
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing compiles")
-def test_compile_tool_fills_numba_cache_for_every_entry_point():
+def test_compile_tool_fills_numba_cache_for_every_entry_point(tmp_path):
+    """From an empty cache (what an earlier test left in __pycache__ would hide a part that
+    compiles nothing)."""
     result = subprocess.run([sys.executable, "-m", "cf_env.tools.compile"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
     assert result.returncode == 0, result.stderr[-2000:]
     assert "compiled the numba functions" in result.stdout
     for function in ENTRY_POINTS:
         source = Path(inspect.getsourcefile(function.py_func))
         line = inspect.getsourcelines(function.py_func)[1]
-        cache = os.environ.get("NUMBA_CACHE_DIR")
-        folder = Path(cache) if cache else source.parent / "__pycache__"
-        index = list(folder.rglob(f"{source.stem}.{function.__name__}-{line}.py*.nbi"))
-        assert index, f"no numba cache index for {function.__name__} in {folder}"
+        index = list(tmp_path.rglob(f"{source.stem}.{function.__name__}-{line}.py*.nbi"))
+        assert index, f"no numba cache index for {function.__name__} in {tmp_path}"
 
 
 def test_compile_tool_reports_a_failing_part_and_exits_1_before_the_next_stage(monkeypatch,
