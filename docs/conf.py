@@ -54,7 +54,7 @@ EXTERNAL = ("numpy", "np", "pathlib", "collections", "os", "typing", "pyspiel", 
             "pettingzoo", "gymnasium", "argparse", "PIL", "yaml", "ray", "multiprocessing",
             "threading", "io", "json", "subprocess", "types", "enum", "dataclasses", "stable_baselines3",
             "sb3_contrib", "tensordict", "torchrl", "tianshou", "zipfile", "concurrent", "open_spiel",
-            "ImageDraw", "Path", "mmap")
+            "ImageDraw", "Path", "mmap", "numba")
 nitpick_ignore_regex = [
     (r"py:(class|obj|exc|data)", rf"({'|'.join(EXTERNAL)})(\..*)?"),
     (r"py:class", r"_\w+"),  # a private helper class named in an annotation
