@@ -137,6 +137,11 @@ class SelfPlaySettings:
     instead of a fresh one (the critic starts fresh); its layers must be ppo.net_arch with
     ppo.activation, for this run's game. None: a fresh actor. `python -m training.exploit
     --warm-start` starts the best response at the target itself."""
+    init_critic: str | None = None
+    """A checkpoint with a value head (`value.npz`: `training.fit_value`'s privileged critic)
+    whose network starts a new run's critic instead of a fresh one; it needs
+    selfplay.privileged_critic, ppo.net_arch and ppo.activation as the head's, and the head's
+    reward (reward mode, win_bonus, episode) must be this run's. None: a fresh critic."""
     update_dtype: str = "float32"
     """Matmul precision of the update's forward and backward passes: "float32"; "bfloat16"
     (`torch.autocast` mixed precision: weights, optimiser state, losses and log-probabilities
@@ -151,9 +156,16 @@ class SelfPlaySettings:
     search_iterations: int = 64
     """ISMCTS iterations (determinizations) per searched decision; 1..100000 (the search's cap,
     `cf_env.agents.ismcts.MAX_ITERATIONS`). Read only with search_share > 0."""
+    search_target: str = "visits"
+    """What the actor fits at a searched decision (`training.selfplay.targets`): "visits" (the
+    root visit counts at search_temperature) or "improved" (Gumbel MuZero's improved policy:
+    the actor's prior tilted by the search's mean rewards, at search_scale)."""
     search_temperature: float = 1.0
-    """The target is the root visit counts raised to 1/search_temperature, normalised over the
-    legal actions: 1 = the visit distribution, lower = sharper. In [0.05, 10]."""
+    """The "visits" target is the root visit counts raised to 1/search_temperature, normalised
+    over the legal actions: 1 = the visit distribution, lower = sharper. In [0.05, 10]."""
+    search_scale: float = 0.1
+    """The "improved" target's c_scale: softmax(log prior + (50 + max visits) · search_scale ·
+    Q), Q the mean zero-sum round reward (points_scale units); 0 = the prior. In [0, 10]."""
     search_play: str = "sample"
     """The action played at a searched decision: "sample" (drawn from the target) or "argmax"
     (the target's most likely action)."""
@@ -450,6 +462,7 @@ MAX_ROLLOUT_BYTES = 8 << 30  # a self-play rollout's arrays, all workers togethe
 """Largest `seed`: a resumed run seeds with seed + steps, and numpy takes seeds below 2**32."""
 UPDATE_DTYPES = ("float32", "bfloat16", "auto")
 SEARCH_PLAYS = ("sample", "argmax")
+SEARCH_TARGETS = ("visits", "improved")
 MAX_SEARCH_ITERATIONS = 100_000  # cf_env.agents.ismcts.MAX_ITERATIONS (checked in the tests)
 
 
@@ -540,6 +553,10 @@ def validate(config: TrainConfig) -> None:
     _require("selfplay.search_temperature", sp.search_temperature,
              _number(sp.search_temperature) and 0.05 <= sp.search_temperature <= 10,
              "a number in [0.05, 10]")
+    _require("selfplay.search_target", sp.search_target, sp.search_target in SEARCH_TARGETS,
+             f"one of {', '.join(map(repr, SEARCH_TARGETS))}")
+    _require("selfplay.search_scale", sp.search_scale,
+             _number(sp.search_scale) and 0 <= sp.search_scale <= 10, "a number in [0, 10]")
     _require("selfplay.search_play", sp.search_play, sp.search_play in SEARCH_PLAYS,
              f"one of {', '.join(map(repr, SEARCH_PLAYS))}")
     _require("selfplay.distill_coef", sp.distill_coef,

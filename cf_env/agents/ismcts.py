@@ -377,25 +377,36 @@ class ISMCTSPolicy:
     def root_visits(self, observation: Mapping[str, np.ndarray],
                     prior: np.ndarray | None = None) -> np.ndarray:
         """(A,) int64: the root's visit count per action after one search of the acting
-        player's decision (what `act` plays the most visited of), from `observation` alone, as
-        `act` searches; `prior` (A,) float64, if given, is the root's PUCT prior (for instance a
-        learner's softmax over the legal actions), else the guide's or none. Only legal actions
-        are counted (the expert-iteration target, `training.selfplay.collector`)."""
+        player's decision (what `act` plays the most visited of); `root_statistics`' first
+        half."""
+        return self.root_statistics(observation, prior)[0]
+
+    def root_statistics(self, observation: Mapping[str, np.ndarray],
+                        prior: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """((A,) int64 visits, (A,) float64 total reward) of the root's children after one
+        search of the acting player's decision, from `observation` alone, as `act` searches;
+        a child's total is the sum of the mover's zero-sum round rewards (points_scale units)
+        over its visits. `prior` (A,) float64, if given, is the root's PUCT prior (for instance
+        a learner's softmax over the legal actions), else the guide's or none. Only legal
+        actions are counted (the expert-iteration targets, `training.selfplay.targets`)."""
         legal = np.flatnonzero(observation["action_mask"])
         visits = np.zeros(self.config.num_actions, np.int64)
+        totals = np.zeros(self.config.num_actions, np.float64)
         if legal.size == 1:
             visits[legal[0]] = 1
-            return visits
+            return visits, totals
         _, sampler, root_engine, _, _ = self._position(observation)
         if prior is None and self.guide is not None:
             prior = self.guide.prior(np.asarray(observation["observation"], np.float32),
                                      legal.tolist())
-        for a, n, _ in self._search_kernel(prior, root_engine, sampler):
+        for a, n, total in self._search_kernel(prior, root_engine, sampler):
             visits[a] += n
+            totals[a] += total
         keep = np.zeros_like(visits, dtype=bool)
         keep[legal] = True
         visits[~keep] = 0
-        return visits
+        totals[~keep] = 0.0
+        return visits, totals
 
     BLOCK = 64  # iterations per compiled call
     TIMED_BLOCK = 16  # under a time budget: the clock is read between blocks

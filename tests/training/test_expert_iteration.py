@@ -22,10 +22,11 @@ from cf_env.core.observation import observation_layout
 from cf_env.envs.env import raw_env
 from training import ppo
 from training.artifacts import checkpoints as ckpt
-from training.config import MAX_SEARCH_ITERATIONS, load_config
+from training.config import MAX_SEARCH_ITERATIONS, SEARCH_TARGETS, load_config
 from training.selfplay.collection import build_mlp, build_networks
 from training.selfplay.collector import ILLEGAL_LOGIT, Collector, compute_gae, privileged_size
-from training.selfplay.learner import ppo_update
+from training.selfplay.learner import load_critic, ppo_update
+from training.selfplay.targets import C_VISIT, TargetPlayer, improved_target
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
@@ -44,11 +45,12 @@ def nets(config: ChickenFootConfig, seed: int = 0):
 TABLES = [ChickenFootConfig(**fixed) for fixed in FIXED[:6]]
 
 
+@pytest.mark.parametrize("form", SEARCH_TARGETS)
 @pytest.mark.parametrize("config", TABLES, ids=lambda c: f"d{c.max_pips}-{c.num_players}p")
-def test_search_targets_are_distributions_over_the_legal_actions(config):
+def test_search_targets_are_distributions_over_the_legal_actions(config, form):
     actor, critic = nets(config)
     collector = Collector(config, 2, seed=3, pool_share=0.3, bots=BOTS, search_share=1.0,
-                          search_iterations=12)
+                          search_iterations=12, search_target=form, search_scale=1.0)
     roll = collector.collect(actor, critic, 4)
     assert roll.searched.all()
     target, mask = roll.target.astype(np.float64), roll.mask
@@ -77,6 +79,68 @@ def test_the_target_is_the_root_visit_counts_sharpened_by_the_temperature():
     expected /= expected.sum(1, keepdims=True)
     np.testing.assert_allclose(b.target, expected, atol=1e-5)
     np.testing.assert_allclose(a.target * 40, np.round(a.target * 40), atol=1e-4)  # counts / 40
+
+
+def test_the_improved_target_tilts_the_prior_by_the_searchs_mean_rewards():
+    mask = np.array([True, True, False, True, True])
+    prior = np.array([0.4, 0.3, 0.0, 0.2, 0.1])
+    visits = np.array([6, 3, 0, 1, 0])
+    totals = np.array([0.6, -0.3, 0.0, 0.5, 0.0])  # Q = 0.1, -0.1, -, 0.5; action 4 unvisited
+    # Scale 0 is the prior itself; illegal actions get nothing at any scale.
+    np.testing.assert_allclose(improved_target(visits, totals, mask, prior, 0.0), prior, atol=1e-6)
+    target = improved_target(visits, totals, mask, prior, 0.2).astype(np.float64)
+    assert target[2] == 0 and target.sum() == pytest.approx(1.0)
+    q = np.array([0.1, -0.1, 0.0, 0.5, 0.0])
+    q[4] = (0.4 * 0.1 + 0.3 * -0.1 + 0.2 * 0.5) / 0.9  # unvisited: the prior-weighted mean
+    logits = np.log(prior[mask]) + (C_VISIT + 6) * 0.2 * q[mask]
+    expected = np.exp(logits - logits.max())
+    np.testing.assert_allclose(target[mask], expected / expected.sum(), rtol=1e-5)
+    assert target.argmax() == 3  # the best mean reward beats the prior's favourite
+
+
+def test_the_target_player_plays_legal_moves_by_its_target():
+    config = ChickenFootConfig(num_players=2, max_pips=6)
+    path = str(ROOT / "checkpoints" / "selfplay-2p-d6")
+    env = raw_env(num_players=2, max_pips=6)
+    players = [TargetPlayer(config, seed=seed, checkpoint=path, iterations=8, form=form,
+                            play=play)
+               for seed, (form, play) in enumerate([("improved", "sample"), ("visits", "argmax")])]
+    env.reset(seed=2)
+    decisions = 0
+    for _ in env.agent_iter(max_iter=200):
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        action = players[decisions % 2].act(obs)
+        assert obs["action_mask"][action]
+        decisions += 1
+        env.step(action)
+    assert decisions > 10
+    with pytest.raises(ValueError, match="search target must be one of visits, improved"):
+        TargetPlayer(config, checkpoint=path, iterations=8, form="gumbel")
+
+
+def test_the_critic_can_start_from_a_shipped_value_head():
+    from cf_env.agents.checkpoint import load_value_head
+
+    shipped = str(ROOT / "checkpoints" / "selfplay-4p-d9")
+    config = load_config(ROOT / "configs" / "selfplay-4p-d9-xit.yaml",
+                         [f"selfplay.init_critic={shipped}"])
+    _, critic = build_networks(config)
+    load_critic(critic, shipped, config)
+    head = load_value_head(shipped, config.rules())
+    rows = np.random.default_rng(0).random((6, head.input_size)).astype(np.float32)
+    with torch.no_grad():
+        np.testing.assert_allclose(critic(torch.from_numpy(rows))[:, 0].numpy(),
+                                   head.values(rows), atol=1e-5)
+    other = load_config(ROOT / "configs" / "selfplay-4p-d9-xit.yaml", ["selfplay.win_bonus=0"])
+    with pytest.raises(ValueError, match=r"init_critic .*fitted for the reward .*'win_bonus': 3.0"):
+        load_critic(build_networks(other)[1], shipped, other)
+    blind = load_config(ROOT / "configs" / "selfplay-4p-d9-xit.yaml",
+                        ["selfplay.privileged_critic=false"])
+    with pytest.raises(ValueError, match="set selfplay.privileged_critic=true"):
+        load_critic(build_networks(blind)[1], shipped, blind)
 
 
 def test_distillation_loss_falls_on_a_fixed_batch_of_targets():
@@ -142,6 +206,9 @@ def test_searched_decisions_are_left_out_of_the_ppo_surrogate():
     ("selfplay.search_temperature=0", "selfplay.search_temperature"),
     ("selfplay.search_temperature=.nan", "selfplay.search_temperature"),
     ("selfplay.search_play=best", "selfplay.search_play"),
+    ("selfplay.search_target=gumbel", "selfplay.search_target"),
+    ("selfplay.search_scale=-0.5", "selfplay.search_scale"),
+    ("selfplay.search_scale=11", "selfplay.search_scale"),
     ("selfplay.distill_coef=-1", "selfplay.distill_coef"),
     ("selfplay.search_ppo_loss=false", "selfplay.search_ppo_loss"),  # share 0: nothing trains
 ])

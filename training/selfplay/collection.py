@@ -70,7 +70,8 @@ def collector_kwargs(config: TrainConfig) -> dict:
             "episode": config.env.episode, "options": config.options(),
             "one_learner_seat": s.one_learner_seat, "search_share": s.search_share,
             "search_iterations": s.search_iterations,
-            "search_temperature": s.search_temperature, "search_play": s.search_play}
+            "search_target": s.search_target, "search_temperature": s.search_temperature,
+            "search_scale": s.search_scale, "search_play": s.search_play}
 
 
 def worker_seed(seed: int, worker: int) -> int:

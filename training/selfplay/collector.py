@@ -47,9 +47,10 @@ per seat per rollout. GAE (`compute_gae`) is one reverse pass over the buffer fo
 
 Expert iteration (`search_share` > 0, `selfplay.search_*`): after the actor's pass, a
 `search_share` of the step's decisions, drawn from the collector's own search stream, are
-searched one by one with `cf_env.agents.ismcts.ISMCTSPolicy.root_visits` from the seat's
-observation alone (the actor's softmax as the root's PUCT prior); the row keeps the visit
-distribution at temperature `search_temperature` as its `target` and `searched` = True, the action
+searched one by one with `cf_env.agents.ismcts.ISMCTSPolicy.root_statistics` from the seat's
+observation alone (the actor's softmax as the root's PUCT prior); the row keeps the target made
+of the root's statistics (`training.selfplay.targets`: the visit distribution at temperature
+`search_temperature`, or the improved policy at `search_scale`) and `searched` = True, the action
 played is drawn from the target (or its argmax) and `logp` is the actor's log-probability of it.
 With share 0 no search exists and nothing is drawn: the rollout is plain PPO's, number for number.
 docs/training.md, "Search-distilled self-play", has the design and its cost.
@@ -80,6 +81,7 @@ from cf_env.core.observation import observation_layout, privileged_layout
 from cf_env.envs.batch import ChickenFootBatch
 from training.artifacts.checkpoints import NumpyPolicy, load_ppo_policy, read_card
 from training.selfplay.opponents import pool_entries
+from training.selfplay.targets import search_target
 
 _BLAS = ThreadpoolController()  # `NetworkSeat`'s products run on one BLAS thread (see there)
 ILLEGAL_LOGIT = -1e8  # masked logits: large and finite, so the entropy has no NaN (0 * -1e8 = 0)
@@ -237,7 +239,9 @@ class Collector:
         one_learner_seat: bool = False,
         search_share: float = 0.0,
         search_iterations: int = 64,
+        search_target: str = "visits",
         search_temperature: float = 1.0,
+        search_scale: float = 0.1,
         search_play: str = "sample",
     ):
         self.config = config
@@ -266,7 +270,9 @@ class Collector:
         # Expert iteration (`search_share` > 0): the search and its own streams, seeded apart
         # from `rng` (nothing above draws differently), so share 0 collects today's rollouts.
         self.search_share = float(search_share)
+        self.search_form = search_target
         self.search_temperature = float(search_temperature)
+        self.search_scale = float(search_scale)
         self.search_play = search_play
         self.search = None
         if self.search_share > 0:
@@ -391,19 +397,15 @@ class Collector:
 
     def search_target(self, observation: np.ndarray, mask: np.ndarray,
                       prior: np.ndarray) -> np.ndarray:
-        """(A,) float32: the search's improved policy at one learner decision: the root visit
-        counts of ISMCTS from that seat's observation alone (`ISMCTSPolicy.root_visits`, deals of
-        the hidden tiles sampled consistently with what it saw), `prior` (the actor's softmax,
-        zero on illegal actions) at the root, raised to 1/search_temperature and normalised.
-        Mass only on legal actions."""
-        visits = self.search.root_visits({"observation": observation, "action_mask": mask},
-                                         prior.astype(np.float64))
-        weights = visits.astype(np.float64) ** (1.0 / self.search_temperature)
-        weights[~mask.astype(bool)] = 0.0
-        total = weights.sum()
-        if total <= 0:  # no visits (cannot happen with iterations >= 1): the prior
-            weights, total = prior * mask, float((prior * mask).sum())
-        return (weights / total).astype(np.float32)
+        """(A,) float32: the search's improved policy at one learner decision
+        (`training.selfplay.targets`, the form `search_target` names) from one ISMCTS search of
+        that seat's observation alone (`ISMCTSPolicy.root_statistics`, deals of the hidden tiles
+        sampled consistently with what it saw), `prior` (the actor's softmax, zero on illegal
+        actions) at the root. Mass only on legal actions."""
+        visits, totals = self.search.root_statistics(
+            {"observation": observation, "action_mask": mask}, prior.astype(np.float64))
+        return search_target(self.search_form, visits, totals, mask, prior,
+                             self.search_temperature, self.search_scale)
 
     def _search_step(self, out, chosen: np.ndarray, buf: _Buffer, base: int,
                      logits: torch.Tensor) -> None:

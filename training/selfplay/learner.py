@@ -74,6 +74,7 @@ import torch
 from torch import nn
 
 from cf_env import OBSERVATION_VERSION, ChickenFootConfig
+from cf_env.agents.checkpoint import load_value_head
 from cf_env.core.observation import observation_layout
 from training.artifacts import checkpoints as ckpt
 from training.artifacts.provenance import git_revision
@@ -121,6 +122,36 @@ def load_actor(actor: nn.Sequential, path: str, config: TrainConfig) -> None:
     with torch.no_grad():
         for linear, (w, b) in zip(linears, policy.weights):
             linear.weight.copy_(torch.from_numpy(np.asarray(w, np.float32)))
+            linear.bias.copy_(torch.from_numpy(np.asarray(b, np.float32)))
+
+
+def load_critic(critic: nn.Sequential, path: str, config: TrainConfig) -> None:
+    """Copy the value head of checkpoint `path` (`selfplay.init_critic`) into `critic`;
+    `ValueError` naming what differs when the head is another network or was fitted for another
+    reward."""
+    head = load_value_head(path, config.rules())  # checks the game and the file
+    entry = ckpt.read_card(ckpt.resolve_checkpoint(path))["value"]
+    s = config.selfplay
+    run = {"reward_mode": config.options().reward_mode, "win_bonus": s.win_bonus,
+           "episode": config.env.episode}
+    fitted = {k: entry["reward"].get(k) for k in run}
+    linears = [m for m in critic if isinstance(m, nn.Linear)]
+    shapes = [tuple(W.T.shape) for W, _ in head.layers]
+    wanted = [tuple(m.weight.shape) for m in linears]
+    problems = []
+    if not s.privileged_critic:
+        problems.append("it reads the hidden tiles: set selfplay.privileged_critic=true")
+    elif shapes != wanted or entry["activation"] != config.ppo.activation:
+        problems.append(f"its layers are {shapes} with {entry['activation']}, this run's {wanted} "
+                        f"with {config.ppo.activation}: set ppo.net_arch={entry['net_arch']} and "
+                        f"ppo.activation={entry['activation']}")
+    if fitted != run:
+        problems.append(f"it was fitted for the reward {fitted}, this run's is {run}")
+    if problems:
+        raise ValueError(f"selfplay.init_critic {path}: " + "; ".join(problems))
+    with torch.no_grad():
+        for linear, (W, b) in zip(linears, head.layers):
+            linear.weight.copy_(torch.from_numpy(np.ascontiguousarray(W.T, np.float32)))
             linear.bias.copy_(torch.from_numpy(np.asarray(b, np.float32)))
 
 
@@ -250,8 +281,11 @@ class SelfPlayTrainer:
             self.critic.load_state_dict(state["critic"])
             self.optimizer.load_state_dict(state["optimizer"])  # iterate() sets each update's lr
             self.steps, self.updates = int(state["steps"]), int(state["updates"])
-        elif config.selfplay.init_actor:
-            load_actor(self.actor, config.selfplay.init_actor, config)
+        else:
+            if config.selfplay.init_actor:
+                load_actor(self.actor, config.selfplay.init_actor, config)
+            if config.selfplay.init_critic:
+                load_critic(self.critic, config.selfplay.init_critic, config)
         self.snapshots = self.snapshots[-config.opponents.max_snapshots:]
         self.generator = torch.Generator().manual_seed(seed)
         s = config.selfplay
