@@ -36,6 +36,7 @@ from training.selfplay.learner import (
     build_networks,
     load_trainer_state,
     ppo_update,
+    precision_line,
     update_dtype,
 )
 
@@ -461,6 +462,22 @@ def test_auto_update_dtype_is_bfloat16_only_where_the_cpu_has_it(monkeypatch, na
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
     assert update_dtype("auto") == ("bfloat16" if native else "float32")
     assert update_dtype("float32") == "float32" and update_dtype("bfloat16") == "bfloat16"
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_run_says_once_which_precision_its_update_uses(monkeypatch, capsys, tmp_path, native):
+    """Where the CPU has no bf16 matmuls, "auto" runs float32 and the run says so in one line."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    ppo.main(["--config", SMOKE, *QUIET, "--set", f"run_name=p{native}", "--set",
+              f"runs_dir={tmp_path}", "--set", "total_steps=64", "--set", "eval.every_steps=0",
+              "--set", "selfplay.num_games=4", "--set", "selfplay.rollout_steps=16",
+              "--set", "selfplay.overlap=false", "--set", "selfplay.update_dtype=auto"])
+    captured = capsys.readouterr()
+    lines = [line for line in (captured.out + captured.err).splitlines() if line.startswith("update:")]
+    assert lines == [precision_line("auto")]
+    assert lines[0].startswith("update: bfloat16" if native else "update: float32 (this CPU")
+    assert precision_line("float32") == "update: float32"
 
 
 @pytest.mark.slow

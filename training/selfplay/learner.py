@@ -166,6 +166,18 @@ def update_dtype(setting: str) -> str:
     return "bfloat16" if native else "float32"
 
 
+def precision_line(setting: str) -> str:
+    """The one line a run prints about its update's matmul precision (`selfplay.update_dtype`)."""
+    resolved = update_dtype(setting)
+    if resolved == "bfloat16":
+        return ("update: bfloat16 matmuls under autocast (the CPU has AVX512-BF16 or AMX)"
+                if setting == "auto" else "update: bfloat16 matmuls under autocast")
+    if setting == "auto":
+        return ("update: float32 (this CPU has no bf16 matmul instructions, where bfloat16 "
+                "would be emulated and slower)")
+    return "update: float32"
+
+
 def update_autocast(setting: str) -> torch.autocast:
     """The autocast context of an update's forward passes for `selfplay.update_dtype` `setting`
     (bf16 matmuls, or a no-op in float32)."""
@@ -456,6 +468,7 @@ def train_selfplay(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     else:
         snapshots = snapshot_paths(run_dir, config)
     trainer = SelfPlayTrainer(config, seed=seed, snapshots=snapshots, state=state)
+    console.say(precision_line(config.selfplay.update_dtype))
     writer = SummaryWriter(str(run_dir / "tb" / "selfplay"))
     schedule = Schedule(config, trainer.steps)
     evaluations = Evaluations(run_dir, rules, config, console)
