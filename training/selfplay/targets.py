@@ -77,11 +77,13 @@ def search_target(form: str, visits: np.ndarray, totals: np.ndarray, mask: np.nd
 
 class TargetPlayer:
     """Plays by a search target: `checkpoint`'s actor as the root prior, `iterations` of its
-    guided search, then the target's argmax (`play="argmax"`) or a sample from it ("sample")."""
+    guided search (rollouts by the `rollout` rule, ISMCTS's "follow" or "greedy"), then the target's argmax
+    (`play="argmax"`) or a sample from it ("sample")."""
 
     def __init__(self, config: ChickenFootConfig, seed: int | None = None, *,
                  checkpoint: str, iterations: int, form: str = "improved",
-                 temperature: float = 1.0, scale: float = 0.1, play: str = "sample"):
+                 temperature: float = 1.0, scale: float = 0.1, play: str = "sample",
+                 rollout: str = "follow"):
         if play not in ("argmax", "sample"):
             raise ValueError(f"play must be 'argmax' or 'sample'; got {play!r}")
         from cf_env.agents.checkpoint import load_ppo_policy
@@ -91,7 +93,8 @@ class TargetPlayer:
                       temperature, scale)  # the form's name, checked before any search
         network = load_ppo_policy(checkpoint, config=config, seed=seed)
         self.guide = NetworkGuide(network, config, label=checkpoint)
-        self.search = ISMCTSPolicy(config, seed, iterations=iterations, guide=self.guide)
+        self.search = ISMCTSPolicy(config, seed, iterations=iterations, guide=self.guide,
+                                   rollout=rollout)
         self.rng = np.random.default_rng(seed)
         self.form, self.temperature, self.scale, self.play = form, temperature, scale, play
 

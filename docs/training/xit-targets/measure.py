@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--iterations", type=int, default=64)
+    parser.add_argument("--rollout", default="follow", choices=["follow", "greedy"])
     parser.add_argument("--play", default="sample", choices=["sample", "argmax"])
     parser.add_argument("--opponent", default="greedy")
     parser.add_argument("--deals", type=int, default=400)
@@ -40,10 +41,11 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     name = (f"{args.form}-s{args.scale:g}-t{args.temperature:g}-i{args.iterations}-{args.play}"
-            f"-vs-{args.opponent}-{args.deals}")
+            f"{'' if args.rollout == 'follow' else '-' + args.rollout}-vs-{args.opponent}-{args.deals}")
     player = functools.partial(TargetPlayer, checkpoint=args.checkpoint,
                                iterations=args.iterations, form=args.form,
-                               temperature=args.temperature, scale=args.scale, play=args.play)
+                               temperature=args.temperature, scale=args.scale, play=args.play,
+                               rollout=args.rollout)
     config = ChickenFootConfig(num_players=4, max_pips=9)
     start = time.time()
     result = evaluate([player, args.opponent], config, args.deals, seed=args.seed,
