@@ -119,8 +119,13 @@ def load_actor(actor: nn.Sequential, path: str, config: TrainConfig) -> None:
                          f"{[tuple(m.weight.shape) for m in linears]} with "
                          f"{config.ppo.activation}; set ppo.net_arch={card.get('net_arch')} and "
                          f"ppo.activation={card['activation']} (and the checkpoint's env.rules)")
+    copy_layers(linears, policy.weights)
+
+
+def copy_layers(linears: list[nn.Linear], weights) -> None:
+    """Copy (W (out, in), b) pairs into `linears`, in order (the shapes were checked)."""
     with torch.no_grad():
-        for linear, (w, b) in zip(linears, policy.weights):
+        for linear, (w, b) in zip(linears, weights):
             linear.weight.copy_(torch.from_numpy(np.asarray(w, np.float32)))
             linear.bias.copy_(torch.from_numpy(np.asarray(b, np.float32)))
 
@@ -149,10 +154,7 @@ def load_critic(critic: nn.Sequential, path: str, config: TrainConfig) -> None:
         problems.append(f"it was fitted for the reward {fitted}, this run's is {run}")
     if problems:
         raise ValueError(f"selfplay.init_critic {path}: " + "; ".join(problems))
-    with torch.no_grad():
-        for linear, (W, b) in zip(linears, head.layers):
-            linear.weight.copy_(torch.from_numpy(np.ascontiguousarray(W.T, np.float32)))
-            linear.bias.copy_(torch.from_numpy(np.asarray(b, np.float32)))
+    copy_layers(linears, [(W.T, b) for W, b in head.layers])  # ValueHead keeps W as (in, out)
 
 
 # ------------------------------------------------------------------------------- the update

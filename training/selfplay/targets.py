@@ -29,7 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from cf_env.core.config import ChickenFootConfig
-from training.config import SEARCH_TARGETS
+from training.config import SEARCH_PLAYS, SEARCH_TARGETS
 
 C_VISIT = 50.0  # the paper's c_visit: σ's scale grows with the visits the best action had
 
@@ -40,10 +40,9 @@ def visit_target(visits: np.ndarray, mask: np.ndarray, prior: np.ndarray,
     visited."""
     legal = mask.astype(bool)
     weights = np.where(legal, visits.astype(np.float64), 0.0) ** (1.0 / temperature)
-    total = weights.sum()
-    if total <= 0:
-        weights, total = np.where(legal, prior, 0.0), float(np.where(legal, prior, 0.0).sum())
-    return (weights / total).astype(np.float32)
+    if weights.sum() <= 0:
+        weights = np.where(legal, prior, 0.0)
+    return (weights / weights.sum()).astype(np.float32)
 
 
 def improved_target(visits: np.ndarray, totals: np.ndarray, mask: np.ndarray,
@@ -70,9 +69,14 @@ def search_target(form: str, visits: np.ndarray, totals: np.ndarray, mask: np.nd
     """The target of `form` ("visits" or "improved") from one root's statistics."""
     if form == "visits":
         return visit_target(visits, mask, prior, temperature)
-    if form == "improved":
-        return improved_target(visits, totals, mask, prior, scale)
-    raise ValueError(f"search target must be one of {', '.join(SEARCH_TARGETS)}; got {form!r}")
+    check_form(form)
+    return improved_target(visits, totals, mask, prior, scale)
+
+
+def check_form(form: str) -> None:
+    """ValueError naming the valid forms when `form` is not one of them."""
+    if form not in SEARCH_TARGETS:
+        raise ValueError(f"search target must be one of {', '.join(SEARCH_TARGETS)}; got {form!r}")
 
 
 class TargetPlayer:
@@ -84,13 +88,12 @@ class TargetPlayer:
                  checkpoint: str, iterations: int, form: str = "improved",
                  temperature: float = 1.0, scale: float = 0.1, play: str = "sample",
                  rollout: str = "follow"):
-        if play not in ("argmax", "sample"):
-            raise ValueError(f"play must be 'argmax' or 'sample'; got {play!r}")
+        if play not in SEARCH_PLAYS:
+            raise ValueError(f"play must be one of {', '.join(SEARCH_PLAYS)}; got {play!r}")
+        check_form(form)  # before any search
         from cf_env.agents.checkpoint import load_ppo_policy
         from cf_env.agents.ismcts import ISMCTSPolicy, NetworkGuide
 
-        search_target(form, np.ones(1, np.int64), np.zeros(1), np.ones(1, bool), np.ones(1),
-                      temperature, scale)  # the form's name, checked before any search
         network = load_ppo_policy(checkpoint, config=config, seed=seed)
         self.guide = NetworkGuide(network, config, label=checkpoint)
         self.search = ISMCTSPolicy(config, seed, iterations=iterations, guide=self.guide,
