@@ -187,6 +187,25 @@ def _rows(collector: Collector, *engines: Engine) -> np.ndarray:
     return rows
 
 
+def test_every_rollout_starts_from_the_acting_seats_own_view():
+    """The rollout's first rows are each game's observation and privileged vector for its seat
+    to move, also after a rollout whose end bootstrapped the other seats' values (those views
+    must not land in the batch's output, which the next rollout reads)."""
+    config = ChickenFootConfig()
+    collector = make_collector(games=6, pool_share=0.4)
+    actor, critic = small_nets(config)
+    kernel = collector.batch.kernel
+    d, g = collector.obs_size, collector.num_games
+    for _ in range(3):
+        view = np.empty((g, d), np.float32)
+        hidden = np.empty((g, collector.priv_size), np.float32)
+        kernel.observe(out=view)
+        kernel.privileged(out=hidden)
+        roll = collector.collect(actor, critic, 5)
+        np.testing.assert_array_equal(roll.state[:g, :d], view)
+        np.testing.assert_array_equal(roll.state[:g, d:], hidden)
+
+
 def test_privileged_input_reaches_the_critic_never_the_actor():
     config = ChickenFootConfig()
     engine = Engine(config, seed=5)

@@ -348,11 +348,16 @@ class Collector:
     # ------------------------------------------------------------------ batch rows
     def write_states(self, batch: KernelBatch, rows: np.ndarray, seats=None) -> None:
         """Write each game's observation for its seat to move (or seats[i]) and, with a
-        privileged critic, its privileged vector into rows (num_games, state width)."""
-        d = self.obs_size
-        rows[:, :d] = batch.observe(seats=seats)
+        privileged critic, its privileged vector into rows (num_games, state width).
+
+        Into arrays of its own, never the kernel's buffers: those are the batch's output
+        (`BatchOutput.observation`), which the next rollout's first step reads; another seat's
+        view written there would be the acting seat's observation."""
+        d, n = self.obs_size, self.num_games
+        rows[:, :d] = batch.observe(out=np.empty((n, d), np.float32), seats=seats)
         if self.privileged:
-            rows[:, d:] = batch.privileged(seats=seats)
+            rows[:, d:] = batch.privileged(out=np.empty((n, self.priv_size), np.float32),
+                                           seats=seats)
 
     # ------------------------------------------------------------------ collecting
     @torch.no_grad()
