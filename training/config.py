@@ -153,13 +153,26 @@ class SelfPlaySettings:
     decisions the collector plays with the compiled, network-guided ISMCTS (`guided:`'s search,
     the current actor's softmax as its root prior) and the update fits the actor to the
     search's visit distribution; in [0, 1]. 0 = plain PPO (the default: nothing is searched)."""
+    search_operator: str = "guided"
+    """The search that plays and labels a searched decision: "guided" (the compiled ISMCTS with
+    the current actor's softmax as its root prior, rollouts by the rules' "follow" policy) or
+    "lookahead" (`lookahead:`'s flat search: every legal move on the same determinizations,
+    the other seats played by search_teacher's actor, the position after them scored by its
+    value head; a fixed teacher, not the current actor)."""
+    search_teacher: str | None = None
+    """The "lookahead" operator's checkpoint: a weights-only checkpoint with a value head
+    (value.npz) for this run's game. Required with search_operator "lookahead" (and
+    search_share > 0); not read otherwise."""
     search_iterations: int = 64
-    """ISMCTS iterations (determinizations) per searched decision; 1..100000 (the search's cap,
-    `cf_env.agents.ismcts.MAX_ITERATIONS`). Read only with search_share > 0."""
+    """Per searched decision: ISMCTS iterations ("guided"; 1..100000, the search's cap,
+    `cf_env.agents.ismcts.MAX_ITERATIONS`) or determinizations ("lookahead"; 1..10000,
+    `cf_env.agents.lookahead.MAX_DETERMINIZATIONS`). Read only with search_share > 0."""
     search_target: str = "visits"
     """What the actor fits at a searched decision (`training.selfplay.targets`): "visits" (the
-    root visit counts at search_temperature) or "improved" (Gumbel MuZero's improved policy:
-    the actor's prior tilted by the search's mean rewards, at search_scale)."""
+    root visit counts at search_temperature), "improved" (Gumbel MuZero's improved policy:
+    the actor's prior tilted by the search's mean rewards, at search_scale) or "best" (all
+    mass on the move with the highest mean reward, split among ties: what `lookahead:`
+    plays). "visits" needs the "guided" operator (a flat search visits every move equally)."""
     search_temperature: float = 1.0
     """The "visits" target is the root visit counts raised to 1/search_temperature, normalised
     over the legal actions: 1 = the visit distribution, lower = sharper. In [0.05, 10]."""
@@ -462,8 +475,10 @@ MAX_ROLLOUT_BYTES = 8 << 30  # a self-play rollout's arrays, all workers togethe
 """Largest `seed`: a resumed run seeds with seed + steps, and numpy takes seeds below 2**32."""
 UPDATE_DTYPES = ("float32", "bfloat16", "auto")
 SEARCH_PLAYS = ("sample", "argmax")
-SEARCH_TARGETS = ("visits", "improved")
+SEARCH_TARGETS = ("visits", "improved", "best")
+SEARCH_OPERATORS = ("guided", "lookahead")
 MAX_SEARCH_ITERATIONS = 100_000  # cf_env.agents.ismcts.MAX_ITERATIONS (checked in the tests)
+MAX_SEARCH_DETERMINIZATIONS = 10_000  # cf_env.agents.lookahead.MAX_DETERMINIZATIONS (likewise)
 
 
 RAY_ADDRESS_KEYWORDS = ("auto", "local")
@@ -547,9 +562,26 @@ def validate(config: TrainConfig) -> None:
              f"one of {', '.join(map(repr, UPDATE_DTYPES))}")
     _require("selfplay.search_share", sp.search_share,
              _number(sp.search_share) and 0 <= sp.search_share <= 1, "in [0, 1] (0: plain PPO)")
+    _require("selfplay.search_operator", sp.search_operator,
+             sp.search_operator in SEARCH_OPERATORS,
+             f"one of {', '.join(map(repr, SEARCH_OPERATORS))}")
+    flat = sp.search_operator == "lookahead"
+    cap = MAX_SEARCH_DETERMINIZATIONS if flat else MAX_SEARCH_ITERATIONS
     _require("selfplay.search_iterations", sp.search_iterations,
-             1 <= sp.search_iterations <= MAX_SEARCH_ITERATIONS,
-             f"an int in 1..{MAX_SEARCH_ITERATIONS} (the search's cap)")
+             1 <= sp.search_iterations <= cap,
+             f"an int in 1..{cap} (the {sp.search_operator} search's cap)")
+    _require("selfplay.search_teacher", sp.search_teacher,
+             sp.search_teacher is None or (isinstance(sp.search_teacher, str)
+                                           and sp.search_teacher != ""),
+             "null or a checkpoint directory's path")
+    _require("selfplay.search_teacher", sp.search_teacher,
+             not (flat and sp.search_share > 0) or sp.search_teacher is not None,
+             "a checkpoint with a value head (value.npz) when selfplay.search_operator is "
+             "'lookahead'")
+    _require("selfplay.search_target", sp.search_target,
+             not (flat and sp.search_target == "visits"),
+             "'improved' or 'best' with selfplay.search_operator 'lookahead' (a flat search "
+             "visits every move equally)")
     _require("selfplay.search_temperature", sp.search_temperature,
              _number(sp.search_temperature) and 0.05 <= sp.search_temperature <= 10,
              "a number in [0.05, 10]")

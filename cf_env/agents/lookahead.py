@@ -135,8 +135,43 @@ class LookaheadPolicy(ISMCTSPolicy):
         if self.evidence is not None:
             self.evidence.reset()
 
+    def root_statistics(self, observation: Mapping[str, np.ndarray],
+                        prior: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """((A,) int64, (A,) float64): for every legal move, the determinizations it was scored
+        on and the sum of its values over them, from one search of `observation` as `act`
+        searches (`ISMCTSPolicy.root_statistics`' shape, for the expert-iteration targets,
+        `training.selfplay.targets`). A flat search has no prior at its root: `prior` is
+        accepted for that interface and unused. Uniform deals only: `belief:`'s evidence must
+        see every decision of its seat, which a caller of this function does not promise."""
+        if self.evidence is not None:
+            raise ValueError("root_statistics searches uniform deals only; this policy has "
+                             "belief evidence (use lookahead:, not belief:)")
+        mask = np.asarray(observation["action_mask"]).astype(bool)
+        legal = np.flatnonzero(mask)
+        visits = np.zeros(mask.size, np.int64)
+        totals = np.zeros(mask.size, np.float64)
+        if legal.size == 1:
+            visits[legal[0]] = 1
+            return visits, totals
+        _, sampler, root, work, hand = self._position(observation)
+        sums, done = self._move_totals(legal.tolist(), sampler, root, work, hand)
+        visits[legal] = done
+        totals[legal] = sums
+        return visits, totals
+
     def _search(self, observation: Mapping[str, np.ndarray], moves: list[int],
                 sampler: DealSampler, root: Engine, work: Engine, hand: list[int]) -> int:
+        totals, done = self._move_totals(moves, sampler, root, work, hand)
+        score = totals / done
+        if self.prior_weight:
+            prior = self.guide.prior(np.asarray(observation["observation"], np.float32), moves)
+            score = score + self.prior_weight * np.log(np.maximum([prior[a] for a in moves], 1e-12))
+        best = np.flatnonzero(score == score.max())
+        return int(moves[best[0]] if best.size == 1 else moves[int(self.rng.choice(best))])
+
+    def _move_totals(self, moves: list[int], sampler: DealSampler, root: Engine, work: Engine,
+                     hand: list[int]) -> tuple[np.ndarray, int]:
+        """Each move's value summed over the budget's determinizations, and their count."""
         totals = np.zeros(len(moves))
         done = 0
         with _BLAS.limit(limits=1, user_api="blas"):
@@ -151,12 +186,7 @@ class LookaheadPolicy(ISMCTSPolicy):
                     totals += self._chunk(root, work, sampler, hand, moves, self.CHUNK)
                     done += self.CHUNK
         self.last_iterations = done
-        score = totals / done
-        if self.prior_weight:
-            prior = self.guide.prior(np.asarray(observation["observation"], np.float32), moves)
-            score = score + self.prior_weight * np.log(np.maximum([prior[a] for a in moves], 1e-12))
-        best = np.flatnonzero(score == score.max())
-        return int(moves[best[0]] if best.size == 1 else moves[int(self.rng.choice(best))])
+        return totals, done
 
     def _chunk(self, root: Engine, work: Engine, sampler: DealSampler, hand: list[int],
                moves: list[int], k: int) -> np.ndarray:

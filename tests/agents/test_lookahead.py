@@ -170,3 +170,34 @@ def test_a_heavy_prior_weight_plays_the_actors_own_choice():
     with pytest.raises(ValueError, match="prior_weight must be"):
         LookaheadPolicy(ROUND, 0, NetworkGuide(network, ROUND), load_value_head(CKPT, ROUND), 4,
                         prior_weight=-1.0)
+
+
+def test_root_statistics_score_every_legal_move_on_the_search_act_plays():
+    """Every legal move is scored on each determinization (a flat search visits them all
+    equally) and the move of highest mean value is the one `act` plays from the same seed."""
+    network = load_policy(f"ppo:{CKPT}", ROUND, 0)
+    value = load_value_head(CKPT, ROUND)
+
+    def search(seed):
+        return LookaheadPolicy(ROUND, seed, NetworkGuide(network, ROUND), value, 6)
+
+    checked = 0
+    for _, obs in itertools.islice(decisions(ROUND, seed=8, share=1.0), 6):
+        mask = obs["action_mask"].astype(bool)
+        visits, totals = search(3).root_statistics(obs)
+        if mask.sum() == 1:
+            assert visits[mask].tolist() == [1] and not totals.any()
+            continue
+        assert (visits[mask] == 6).all() and not visits[~mask].any() and not totals[~mask].any()
+        mean = totals[mask] / 6
+        best = np.flatnonzero(mask)[mean == mean.max()]
+        assert search(3).act(obs) in best.tolist()
+        checked += 1
+    assert checked >= 3
+
+
+def test_root_statistics_refuse_a_belief_search():
+    policy = load_policy(f"belief:{CKPT}:4", ROUND, 0)
+    _, obs = next(iter(decisions(ROUND, seed=8, share=1.0)))
+    with pytest.raises(ValueError, match="uniform deals only"):
+        policy.root_statistics(obs)

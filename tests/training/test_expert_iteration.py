@@ -17,20 +17,26 @@ except ImportError:
 from variants import FIXED
 
 from cf_env import ChickenFootConfig
-from cf_env.agents import ismcts
+from cf_env.agents import ismcts, lookahead
 from cf_env.core.observation import observation_layout
 from cf_env.envs.env import raw_env
 from training import ppo
 from training.artifacts import checkpoints as ckpt
-from training.config import MAX_SEARCH_ITERATIONS, SEARCH_TARGETS, load_config
+from training.config import (
+    MAX_SEARCH_DETERMINIZATIONS,
+    MAX_SEARCH_ITERATIONS,
+    SEARCH_TARGETS,
+    load_config,
+)
 from training.selfplay.collection import build_mlp, build_networks
 from training.selfplay.collector import ILLEGAL_LOGIT, Collector, compute_gae, privileged_size
 from training.selfplay.learner import load_critic, ppo_update
-from training.selfplay.targets import C_VISIT, TargetPlayer, improved_target
+from training.selfplay.targets import C_VISIT, TargetPlayer, best_target, improved_target
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
 BOTS = {"greedy": 1.0, "random": 1.0, "heuristic": 1.0}
+TEACHER = str(ROOT / "checkpoints" / "selfplay-4p-d9")  # ships a value head (value.npz)
 
 
 def nets(config: ChickenFootConfig, seed: int = 0):
@@ -96,6 +102,71 @@ def test_the_improved_target_tilts_the_prior_by_the_searchs_mean_rewards():
     expected = np.exp(logits - logits.max())
     np.testing.assert_allclose(target[mask], expected / expected.sum(), rtol=1e-5)
     assert target.argmax() == 3  # the best mean reward beats the prior's favourite
+
+
+def test_the_best_target_splits_its_mass_over_the_moves_of_highest_mean_reward():
+    mask = np.array([True, True, False, True, True])
+    prior = np.array([0.4, 0.3, 0.0, 0.2, 0.1])
+    visits = np.array([4, 4, 0, 4, 0])
+    totals = np.array([2.0, -1.0, 9.0, 2.0, 0.0])  # Q = 0.5, -0.25, (illegal), 0.5, unvisited
+    np.testing.assert_array_equal(best_target(visits, totals, mask, prior), [0.5, 0, 0, 0.5, 0])
+    totals[3] = 2.4
+    np.testing.assert_array_equal(best_target(visits, totals, mask, prior), [0, 0, 0, 1, 0])
+    # Nothing visited: the prior over the legal actions.
+    nothing = np.zeros(5, np.int64)
+    np.testing.assert_allclose(best_target(nothing, totals, mask, prior), prior, atol=1e-6)
+
+
+def test_the_lookahead_operator_labels_each_searched_row_with_its_best_move():
+    """With the flat search as the operator, each searched row's target is one-hot (or split
+    over ties) on a legal move, and the move played is drawn from that target."""
+    config = ChickenFootConfig()
+    actor, critic = nets(config)
+    collector = Collector(config, 2, seed=6, pool_share=0.3, bots=BOTS, search_share=1.0,
+                          search_iterations=3, search_operator="lookahead",
+                          search_teacher=TEACHER, search_target="best")
+    assert isinstance(collector.search, lookahead.LookaheadPolicy)
+    assert collector.search.iterations == 3
+    roll = collector.collect(actor, critic, 4)
+    assert roll.searched.all()
+    target, mask = roll.target.astype(np.float64), roll.mask
+    rows = np.arange(len(roll.action))
+    assert not target[~mask].any() and (target[rows, roll.action] > 0).all()
+    top = target.max(1, keepdims=True)
+    np.testing.assert_allclose(target[target > 0], np.broadcast_to(top, target.shape)[target > 0])
+    assert (target.max(1) == 1).sum() >= len(rows) // 2  # ties are rare among scored moves
+
+
+@pytest.mark.parametrize("assignments, field", [
+    (["selfplay.search_operator=mcts"], "selfplay.search_operator"),
+    (["selfplay.search_share=0.1", "selfplay.search_operator=lookahead"],
+     "selfplay.search_teacher"),
+    (["selfplay.search_teacher=''"], "selfplay.search_teacher"),
+    (["selfplay.search_share=0.1", "selfplay.search_operator=lookahead",
+      f"selfplay.search_teacher={TEACHER}", "selfplay.search_target=visits"],
+     "selfplay.search_target"),
+    (["selfplay.search_operator=lookahead", f"selfplay.search_teacher={TEACHER}",
+      "selfplay.search_target=best", f"selfplay.search_iterations={MAX_SEARCH_DETERMINIZATIONS + 1}"],
+     "selfplay.search_iterations"),
+])
+def test_bad_lookahead_operator_settings_are_refused_naming_the_field(assignments, field):
+    with pytest.raises(ValueError, match=rf"^{field} must be"):
+        load_config(SMOKE, assignments)
+
+
+@pytest.mark.parametrize("teacher, problem", [
+    ("selfplay-4p-d9-v2", "no value head"),  # an actor only
+    ("selfplay-2p-d6", "num_players"),  # another game
+])
+def test_a_lookahead_teacher_that_cannot_score_this_game_is_refused_before_collection(
+        teacher, problem):
+    from training.selfplay.learner import SelfPlayTrainer
+
+    path = str(ROOT / "checkpoints" / teacher)
+    config = load_config(SMOKE, ["selfplay.search_share=0.5", "selfplay.search_operator=lookahead",
+                                 f"selfplay.search_teacher={path}", "selfplay.search_target=best"])
+    with pytest.raises(ValueError, match=rf"^selfplay.search_teacher {path}: .*{problem}"):
+        SelfPlayTrainer(config, seed=0)
 
 
 def test_the_target_player_plays_legal_moves_by_its_target():
@@ -219,6 +290,7 @@ def test_bad_search_settings_are_refused_naming_the_field(assignment, field):
 
 def test_the_iteration_bound_is_the_searchs_own_cap():
     assert MAX_SEARCH_ITERATIONS == ismcts.MAX_ITERATIONS
+    assert MAX_SEARCH_DETERMINIZATIONS == lookahead.MAX_DETERMINIZATIONS
 
 
 def test_share_zero_collects_exactly_the_plain_ppo_rollout():

@@ -69,7 +69,8 @@ def collector_kwargs(config: TrainConfig) -> dict:
             "privileged": s.privileged_critic, "win_bonus": s.win_bonus,
             "episode": config.env.episode, "options": config.options(),
             "one_learner_seat": s.one_learner_seat, "search_share": s.search_share,
-            "search_iterations": s.search_iterations,
+            "search_iterations": s.search_iterations, "search_operator": s.search_operator,
+            "search_teacher": s.search_teacher,
             "search_target": s.search_target, "search_temperature": s.search_temperature,
             "search_scale": s.search_scale, "search_play": s.search_play}
 

@@ -212,6 +212,31 @@ class _Seats:
         return seats
 
 
+def make_search(config: ChickenFootConfig, seed: int, operator: str, iterations: int,
+                teacher: str | None):
+    """The expert-iteration search (`selfplay.search_operator`): the compiled ISMCTS
+    ("guided": the root prior is given per decision) or `lookahead:` over `teacher`'s actor and
+    value head ("lookahead": `iterations` determinizations). Anything with
+    `root_statistics(observation, prior)`."""
+    if operator == "guided":
+        from cf_env.agents.ismcts import ISMCTSPolicy
+
+        return ISMCTSPolicy(config, seed, iterations=iterations)
+    if operator != "lookahead":
+        raise ValueError(f"search operator must be 'guided' or 'lookahead'; got {operator!r}")
+    if teacher is None:
+        raise ValueError("the lookahead search operator needs a teacher checkpoint with a value "
+                         "head (selfplay.search_teacher)")
+    from cf_env.agents.checkpoint import load_ppo_policy, load_value_head
+    from cf_env.agents.ismcts import NetworkGuide
+    from cf_env.agents.lookahead import LookaheadPolicy
+
+    network = load_ppo_policy(teacher, config=config, seed=seed)
+    value = load_value_head(teacher, config)  # CheckpointError naming what is missing
+    return LookaheadPolicy(config, seed, NetworkGuide(network, config, label=teacher), value,
+                           determinizations=iterations)
+
+
 class Collector:
     """`num_games` games and the opponent pool; `collect(actor, critic, steps)` returns a Rollout.
 
@@ -239,6 +264,8 @@ class Collector:
         one_learner_seat: bool = False,
         search_share: float = 0.0,
         search_iterations: int = 64,
+        search_operator: str = "guided",
+        search_teacher: str | None = None,
         search_target: str = "visits",
         search_temperature: float = 1.0,
         search_scale: float = 0.1,
@@ -276,12 +303,10 @@ class Collector:
         self.search_play = search_play
         self.search = None
         if self.search_share > 0:
-            from cf_env.agents.ismcts import ISMCTSPolicy
-
             search_seed = np.random.SeedSequence([seed, 0x5EA2C4])
             self.search_rng = np.random.default_rng(search_seed)
-            self.search = ISMCTSPolicy(config, int(self.search_rng.integers(2**62)),
-                                       iterations=int(search_iterations))
+            self.search = make_search(config, int(self.search_rng.integers(2**62)),
+                                      search_operator, int(search_iterations), search_teacher)
         self.open = np.full((num_games, config.num_players), -1, np.int64)  # chains' last rows
         for path in snapshots:
             self.add_snapshot(path)

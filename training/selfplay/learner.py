@@ -157,6 +157,16 @@ def load_critic(critic: nn.Sequential, path: str, config: TrainConfig) -> None:
     copy_layers(linears, [(W.T, b) for W, b in head.layers])  # ValueHead keeps W as (in, out)
 
 
+def check_teacher(path: str, config: TrainConfig) -> None:
+    """Load the lookahead operator's teacher (`selfplay.search_teacher`) as the collectors
+    will, before any starts; `ValueError` naming the field and what the checkpoint lacks."""
+    try:
+        ckpt.load_ppo_policy(path, config=config.rules())
+        load_value_head(path, config.rules())
+    except (FileNotFoundError, ValueError) as error:  # CheckpointError is a ValueError
+        raise ValueError(f"selfplay.search_teacher {path}: {error}") from error
+
+
 # ------------------------------------------------------------------------------- the update
 def update_dtype(setting: str) -> str:
     """`selfplay.update_dtype` resolved: "auto" is bfloat16 where the CPU multiplies bf16 in
@@ -300,9 +310,11 @@ class SelfPlayTrainer:
                 load_actor(self.actor, config.selfplay.init_actor, config)
             if config.selfplay.init_critic:
                 load_critic(self.critic, config.selfplay.init_critic, config)
+        s = config.selfplay
+        if s.search_share > 0 and s.search_operator == "lookahead":
+            check_teacher(s.search_teacher, config)
         self.snapshots = self.snapshots[-config.opponents.max_snapshots:]
         self.generator = torch.Generator().manual_seed(seed)
-        s = config.selfplay
         self.overlap = s.overlap
         if s.ray_address is not None:
             from training.selfplay.ray_collection import RayCollection

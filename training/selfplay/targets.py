@@ -17,6 +17,10 @@ with mass on legal actions only (`selfplay.search_target` picks the form):
   it holds at any budget: an action the search found better gains mass in proportion to how
   much better and how often it was tried.
 
+* **"best"**: all mass on the visited legal action(s) with the highest mean reward Q(a), split
+  evenly among ties: the move `lookahead:` plays, for the flat search
+  (`LookaheadPolicy.root_statistics`, every move scored on the same determinizations).
+
 `TargetPlayer` plays by a target (its argmax, or a sample from it), with a checkpoint's actor as
 the prior: how strong the target is as a policy, which is what distillation can at best reach;
 docs/training/xit-targets/ measures the forms with it.
@@ -64,11 +68,26 @@ def improved_target(visits: np.ndarray, totals: np.ndarray, mask: np.ndarray,
     return (out / out.sum()).astype(np.float32)
 
 
+def best_target(visits: np.ndarray, totals: np.ndarray, mask: np.ndarray,
+                prior: np.ndarray) -> np.ndarray:
+    """Uniform over the visited legal actions of highest mean reward; the prior if none was
+    visited."""
+    seen = mask.astype(bool) & (visits > 0)
+    if not seen.any():
+        return visit_target(visits, mask, prior, 1.0)
+    q = np.full(visits.shape, -np.inf)
+    q[seen] = totals[seen] / visits[seen]
+    top = (q == q.max()).astype(np.float64)
+    return (top / top.sum()).astype(np.float32)
+
+
 def search_target(form: str, visits: np.ndarray, totals: np.ndarray, mask: np.ndarray,
                   prior: np.ndarray, temperature: float, scale: float) -> np.ndarray:
-    """The target of `form` ("visits" or "improved") from one root's statistics."""
+    """The target of `form` ("visits", "improved" or "best") from one root's statistics."""
     if form == "visits":
         return visit_target(visits, mask, prior, temperature)
+    if form == "best":
+        return best_target(visits, totals, mask, prior)
     check_form(form)
     return improved_target(visits, totals, mask, prior, scale)
 
