@@ -378,7 +378,7 @@ class Collector:
         Into arrays of its own, never the kernel's buffers: those are the batch's output
         (`BatchOutput.observation`), which the next rollout's first step reads; another seat's
         view written there would be the acting seat's observation."""
-        d, n = self.obs_size, self.num_games
+        d, n = self.obs_size, batch.num_games
         rows[:, :d] = batch.observe(out=np.empty((n, d), np.float32), seats=seats)
         if self.privileged:
             rows[:, d:] = batch.privileged(out=np.empty((n, self.priv_size), np.float32),
