@@ -6,6 +6,8 @@ Each run's evaluations (`evals.jsonl`: steps, wall_time_s, win rate and interval
 the CPU seconds its process tree had used by then: the run's start (`run.json`) plus the
 evaluation's wall time, read off CPU.tsv's rows for NAME (`cpu_sampler.py`) taken after that start,
 interpolated. A run whose evaluations lie past the TSV's last row for it is cut there.
+With CPU.tsv given as `-` the x axis is the run's learner decisions instead, on a log scale (NAME
+unused): for runs whose CPU was not sampled to their end, or of very different lengths.
 """
 
 from __future__ import annotations
@@ -42,19 +44,22 @@ def cpu_curve(tsv: Path, name: str, start: float) -> tuple[np.ndarray, np.ndarra
 
 
 def main() -> None:
-    out, tsv = Path(sys.argv[1]), Path(sys.argv[2])
+    out, by_decisions = Path(sys.argv[1]), sys.argv[2] == "-"
+    tsv = None if by_decisions else Path(sys.argv[2])
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), sharex=True)
     for spec in sys.argv[3:]:
         label, rest = spec.split("=", 1)
         run, name = rest.rsplit(":", 1)
         run = Path(run)
-        start = started(run)
-        times, cpu = cpu_curve(tsv, name, start)
         evals = [json.loads(line) for line in (run / "evals.jsonl").read_text().splitlines()]
+        if not by_decisions:
+            start = started(run)
+            times, cpu = cpu_curve(tsv, name, start)
+            evals = [e for e in evals if start + e["wall_time_s"] <= times[-1]]
         for ax, opponent in zip(axes, TITLES):
-            mine = [e for e in evals if e["opponent"] == opponent
-                    and start + e["wall_time_s"] <= times[-1]]
-            x = [np.interp(start + e["wall_time_s"], times, cpu) / 3600 for e in mine]
+            mine = [e for e in evals if e["opponent"] == opponent]
+            x = [e["steps"] / 1e6 if by_decisions
+                 else np.interp(start + e["wall_time_s"], times, cpu) / 3600 for e in mine]
             mean = [e["win_rate"]["mean"] for e in mine]
             low = [e["win_rate"]["ci_low"] for e in mine]
             high = [e["win_rate"]["ci_high"] for e in mine]
@@ -64,7 +69,10 @@ def main() -> None:
         ax.axhline(REFERENCE[opponent], color="grey", linestyle="--", linewidth=1,
                    label="selfplay-4p-d9 (the same path, 2000 deals)")
         ax.set_title(TITLES[opponent])
-        ax.set_xlabel("CPU hours (the run's processes)")
+        ax.set_xlabel("learner decisions (millions)" if by_decisions
+                      else "CPU hours (the run's processes)")
+        if by_decisions:
+            ax.set_xscale("log")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("single-round win rate (1000 deals, 95% CI)")
     axes[0].legend(fontsize=8)
