@@ -34,16 +34,15 @@ def main() -> None:
     wanted = int(sys.argv[2]) if len(sys.argv) > 2 else 400
     config = ChickenFootConfig().replace(num_rounds=1)
     actor = load_policy(f"ppo:{CHECKPOINT}", config, 0)
-    search = LookaheadPolicy(config, 1, NetworkGuide(actor, config),
-                             load_value_head(CHECKPOINT, config), determinizations)
+    guide = NetworkGuide(actor, config)
+    search = LookaheadPolicy(config, 1, guide, load_value_head(CHECKPOINT, config),
+                             determinizations)
     agree, gaps, losses = [], [], []
     games = (decisions(config, seed=s, share=1.0) for s in itertools.count(21))
     for _, obs in itertools.chain.from_iterable(games):
         mask = obs["action_mask"].astype(bool)
-        logits = actor.logits(obs["observation"]).astype(np.float64)
-        logits[~mask] = -np.inf
-        prior = np.exp(logits - logits.max())
-        prior /= prior.sum()
+        prior = np.array(guide.prior(np.asarray(obs["observation"], np.float32),
+                                     np.flatnonzero(mask).tolist()))
         visits, totals = search.root_statistics(obs)
         q = np.where(mask, totals / np.maximum(visits, 1), -np.inf)
         mine, best = int(prior.argmax()), int(q.argmax())
